@@ -1,0 +1,117 @@
+//! Length-prefixed frames: `u32 LE length of body` + body, body = version byte + postcard.
+//!
+//! Decoding never panics and never allocates: a length over the cap, a body that does not decode
+//! or decodes with bytes left over, and a wrong version are each a typed [`FrameError`].
+
+use crate::{Message, PROTOCOL_VERSION};
+
+/// Bytes of the length prefix.
+pub const LEN_PREFIX: usize = 4;
+
+/// Hard cap on a frame body sent by an agent. A sample of a 256-CPU box with every list full
+/// stays far below it; anything longer is hostile or broken.
+pub const MAX_FRAME_LEN: usize = 64 * 1024;
+
+/// Hard cap on a frame body sent by a collector: it only ever sends `Auth`, `Resume` and
+/// `KeepAlive`, all under 100 bytes.
+pub const MAX_CLIENT_FRAME_LEN: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// The length prefix announces more than the cap allows.
+    TooLong { len: usize, max: usize },
+    /// A zero-length body (no version byte).
+    Empty,
+    /// The body's version byte is not ours.
+    UnsupportedVersion(u8),
+    /// The body is not a valid message.
+    Malformed,
+    /// The body decoded but left this many bytes unused (a length that lies).
+    TrailingBytes(usize),
+    /// The output buffer is too small for the encoded frame.
+    BufferFull,
+}
+
+impl core::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            FrameError::TooLong { len, max } => {
+                write!(f, "frame of {len} bytes exceeds the cap of {max}")
+            }
+            FrameError::Empty => write!(f, "empty frame"),
+            FrameError::UnsupportedVersion(v) => write!(
+                f,
+                "protocol version {v} is not supported (this side speaks {PROTOCOL_VERSION})"
+            ),
+            FrameError::Malformed => write!(f, "frame body is not a valid message"),
+            FrameError::TrailingBytes(n) => write!(f, "frame body has {n} bytes past the message"),
+            FrameError::BufferFull => write!(f, "output buffer too small for the frame"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for FrameError {}
+
+/// Encodes `msg` as one frame into `out`; returns the frame's total length.
+pub fn encode_frame(msg: &Message, out: &mut [u8]) -> Result<usize, FrameError> {
+    if out.len() < LEN_PREFIX + 1 {
+        return Err(FrameError::BufferFull);
+    }
+    out[LEN_PREFIX] = PROTOCOL_VERSION;
+    let body_len = postcard::to_slice(msg, &mut out[LEN_PREFIX + 1..])
+        .map_err(|_| FrameError::BufferFull)?
+        .len()
+        + 1;
+    if body_len > MAX_FRAME_LEN {
+        return Err(FrameError::TooLong {
+            len: body_len,
+            max: MAX_FRAME_LEN,
+        });
+    }
+    out[..LEN_PREFIX].copy_from_slice(&(body_len as u32).to_le_bytes());
+    Ok(LEN_PREFIX + body_len)
+}
+
+/// Looks at the start of `buf`: `Ok(None)` when a whole frame has not arrived yet (the length
+/// prefix is checked against `max_len` as soon as it is there, so an oversize frame is refused
+/// before its body is read); `Ok(Some((message, frame_len)))` when one has.
+pub fn decode_frame(buf: &[u8], max_len: usize) -> Result<Option<(Message, usize)>, FrameError> {
+    let Some(body_len) = peek_len(buf, max_len)? else {
+        return Ok(None);
+    };
+    let total = LEN_PREFIX + body_len;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    decode_body(&buf[LEN_PREFIX..total]).map(|m| Some((m, total)))
+}
+
+/// The announced body length, once the prefix has arrived; refused when over `max_len`.
+pub fn peek_len(buf: &[u8], max_len: usize) -> Result<Option<usize>, FrameError> {
+    if buf.len() < LEN_PREFIX {
+        return Ok(None);
+    }
+    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if len > max_len {
+        return Err(FrameError::TooLong { len, max: max_len });
+    }
+    if len == 0 {
+        return Err(FrameError::Empty);
+    }
+    Ok(Some(len))
+}
+
+/// Decodes one frame body (version byte + postcard message).
+pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
+    let (&version, rest) = body.split_first().ok_or(FrameError::Empty)?;
+    if version != PROTOCOL_VERSION {
+        return Err(FrameError::UnsupportedVersion(version));
+    }
+    let (msg, unused) =
+        postcard::take_from_bytes::<Message>(rest).map_err(|_| FrameError::Malformed)?;
+    if !unused.is_empty() {
+        return Err(FrameError::TrailingBytes(unused.len()));
+    }
+    Ok(msg)
+}

@@ -1,0 +1,434 @@
+//! The messages of the protocol and the sample/event records they carry.
+//!
+//! Counters travel as per-interval deltas (small varints); gauges as plain values. Capacities are
+//! fixed so that the agent never allocates on its hot path; a value past a capacity is refused by
+//! the decoder as malformed rather than truncated.
+
+use heapless::{String, Vec};
+use serde::{Deserialize, Serialize};
+
+/// Most CPUs a sample describes. 256 covers every NAS and most servers; a bigger machine is
+/// refused with a typed error by the agent rather than silently truncated.
+pub const MAX_CPUS: usize = 256;
+/// Most top processes per sample (the agent default is 8; `--top` may raise it to this).
+pub const MAX_TOP_PROCS: usize = 16;
+/// Most block devices in the inventory: 8-bay NAS plus md arrays, flash, USB and loop headroom.
+pub const MAX_DISKS: usize = 48;
+/// Most md arrays in the inventory.
+pub const MAX_MD_ARRAYS: usize = 16;
+/// Most members of one md array (24-bay boxes exist).
+pub const MAX_MD_MEMBERS: usize = 24;
+/// Most network interfaces in the inventory (physical, bonds, bridges, VLANs, docker veths).
+pub const MAX_NICS: usize = 32;
+/// Most slaves of one bond.
+pub const MAX_BOND_SLAVES: usize = 8;
+/// Most filesystems sampled through `--mount`.
+pub const MAX_MOUNTS: usize = 8;
+/// Length of a kernel task name (TASK_COMM_LEN 16, less the NUL).
+pub const COMM_LEN: usize = 15;
+/// Command lines are truncated to this many bytes (the agent default, `--cmdline-bytes` lowers it).
+pub const CMDLINE_LEN: usize = 256;
+/// Device names: IFNAMSIZ is 16, block names are short, but dm/nvme names can reach ~32.
+pub const DEV_NAME_LEN: usize = 32;
+/// Host names (HOST_NAME_MAX is 64).
+pub const HOST_NAME_LEN: usize = 64;
+/// Kernel release strings ("3.10.39", "4.4.302+", "6.1.0-28-amd64").
+pub const KERNEL_LEN: usize = 64;
+/// Mount paths named with `--mount`.
+pub const PATH_LEN: usize = 128;
+/// Short texts: architecture, versions, md level, boot id (36).
+pub const SHORT_LEN: usize = 40;
+/// Reasons in refusals and errors.
+pub const REASON_LEN: usize = 128;
+
+pub type Comm = String<COMM_LEN>;
+pub type Cmdline = String<CMDLINE_LEN>;
+pub type DevName = String<DEV_NAME_LEN>;
+pub type Short = String<SHORT_LEN>;
+
+/// Every message of the protocol. Variants are only ever added at the end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Message {
+    /// Agent → collector, first frame of a connection: a fresh random challenge.
+    Challenge(Challenge),
+    /// Collector → agent: proof of the token over both nonces.
+    Auth(Auth),
+    /// Agent → collector: the agent's own proof (mutual authentication), then [`Message::Hello`].
+    AuthOk(AuthOk),
+    /// Agent → collector: who the agent is and what it sees.
+    Hello(Hello),
+    /// Collector → agent: "send me everything after sequence N of this instance".
+    Resume(Resume),
+    /// Agent → collector: this range of sequence numbers is no longer held (ring overwrote it).
+    Gone(Gone),
+    /// Agent → collector: one sample or event of the history, with its sequence number.
+    Record(Record),
+    /// Either way, when idle: proof of life.
+    KeepAlive(KeepAlive),
+    /// Agent → collector, just before closing: why.
+    Refused(Refused),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Challenge {
+    pub agent_nonce: [u8; 32],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Auth {
+    pub client_nonce: [u8; 32],
+    /// HMAC-SHA256(token, "nasprobe-client-v1" || agent_nonce || client_nonce).
+    pub mac: [u8; 32],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthOk {
+    /// HMAC-SHA256(token, "nasprobe-agent-v1" || agent_nonce || client_nonce).
+    pub mac: [u8; 32],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub reason: String<REASON_LEN>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeepAlive {
+    /// Sender's wall clock, milliseconds since the Unix epoch.
+    pub time_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    /// The agent instance the sequence number belongs to; 0 when the collector has none.
+    pub instance_id: u64,
+    /// Send records with `seq > after_seq`. Ignored when `instance_id` is not the agent's
+    /// current one: then everything held is sent.
+    pub after_seq: u64,
+}
+
+/// Records `from_seq..=to_seq` of `instance_id` are gone for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gone {
+    pub instance_id: u64,
+    pub from_seq: u64,
+    pub to_seq: u64,
+}
+
+/// Who the agent is. Sent after authentication on every connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u8,
+    pub agent_version: Short,
+    /// Random at every agent start: sequence numbers are contiguous within one instance.
+    pub instance_id: u64,
+    /// Wall clock at the agent's start, ms since the Unix epoch.
+    pub started_ms: u64,
+    /// Wall clock now on the agent, ms since the Unix epoch (clock skew check).
+    pub now_ms: u64,
+    pub host_name: String<HOST_NAME_LEN>,
+    pub kernel_release: String<KERNEL_LEN>,
+    pub arch: Short,
+    pub cpu_count: u16,
+    /// USER_HZ: the unit of every CPU tick count (100 on every Linux seen).
+    pub clock_ticks_per_sec: u32,
+    pub page_size: u32,
+    /// /proc/sys/kernel/random/boot_id, empty when unreadable.
+    pub boot_id: Short,
+    pub interval_ms: u32,
+    /// Oldest and newest sequence numbers the ring holds now (0, 0 when empty).
+    pub oldest_seq: u64,
+    pub newest_seq: u64,
+    /// Inventory. Indices into these lists are stable for the whole instance: a new device gets
+    /// a new index at the end, a gone one keeps its slot.
+    pub disks: Vec<DiskInfo, MAX_DISKS>,
+    pub md_arrays: Vec<MdInfo, MAX_MD_ARRAYS>,
+    pub nics: Vec<NicInfo, MAX_NICS>,
+    pub mounts: Vec<String<PATH_LEN>, MAX_MOUNTS>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskInfo {
+    pub name: DevName,
+    /// /sys/block/X/queue/rotational; None when unreadable.
+    pub rotational: Option<bool>,
+    /// Sectors of 512 bytes.
+    pub size_sectors: u64,
+    /// True for md arrays (their members carry the truth about busy time).
+    pub is_md: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MdInfo {
+    pub name: DevName,
+    /// "raid1", "raid5", ... empty when unknown.
+    pub level: Short,
+    /// Member disks (partitions folded to their disk: "sda3" → "sda").
+    pub members: Vec<DevName, MAX_MD_MEMBERS>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicInfo {
+    pub name: DevName,
+    pub mtu: u32,
+    pub is_bond: bool,
+    pub slaves: Vec<DevName, MAX_BOND_SLAVES>,
+    /// Speed given by `--link-speed IF=MBIT`, which overrides the kernel's.
+    pub speed_override_mbit: Option<u32>,
+    /// Hardware address, for matching across restarts; empty when unknown.
+    pub mac: Short,
+}
+
+/// One entry of the agent's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub seq: u64,
+    /// Agent wall clock, ms since the Unix epoch.
+    pub time_ms: u64,
+    pub body: RecordBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordBody {
+    Sample(Sample),
+    Event(Event),
+}
+
+/// Bit flags shared by per-device entries.
+pub mod flags {
+    /// Counters of this entry went backwards (reset, not a 32-bit wrap): its deltas are unknown
+    /// for this interval and must not be used.
+    pub const RESET: u8 = 1;
+    /// NIC: operstate up with carrier.
+    pub const LINK_UP: u8 = 2;
+    /// NIC: full duplex (else half or unknown).
+    pub const FULL_DUPLEX: u8 = 4;
+    /// NIC: duplex unknown.
+    pub const DUPLEX_UNKNOWN: u8 = 8;
+}
+
+/// One sampling interval. Counters are deltas over `interval_us`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    /// CLOCK_MONOTONIC time since the previous sample (a late wake-up shows here, not in rates).
+    pub interval_us: u32,
+    /// All CPUs together, then one entry per CPU (index = CPU number).
+    pub cpu_total: CpuTicks,
+    pub cpus: Vec<CpuTicks, MAX_CPUS>,
+    pub procs_running: u16,
+    pub procs_blocked: u16,
+    pub forks: u32,
+    pub context_switches: u64,
+    /// Processes that started and ended between scans without being listed.
+    pub short_lived: u32,
+    /// Top processes by CPU in the interval, busiest first; only those that used CPU.
+    pub top: Vec<ProcSample, MAX_TOP_PROCS>,
+    /// Block devices with activity in the interval (idle ones are left out: zero deltas).
+    pub disks: Vec<DiskSample, MAX_DISKS>,
+    pub nics: Vec<NicSample, MAX_NICS>,
+    pub memory: Option<Memory>,
+    pub vm: Option<VmActivity>,
+    pub tcp: Option<TcpActivity>,
+    pub mounts: Vec<MountSample, MAX_MOUNTS>,
+    pub agent: AgentSelf,
+}
+
+/// CPU time deltas in clock ticks (USER_HZ). `flags::RESET` set when unknown this interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTicks {
+    pub flags: u8,
+    pub user: u32,
+    pub nice: u32,
+    pub system: u32,
+    pub idle: u32,
+    pub iowait: u32,
+    pub irq: u32,
+    pub softirq: u32,
+    pub steal: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcSample {
+    pub pid: u32,
+    pub comm: Comm,
+    /// State letter from /proc/PID/stat ('R', 'S', 'D', ...).
+    pub state: u8,
+    pub threads: u16,
+    /// user + system ticks in the interval.
+    pub utime: u32,
+    pub stime: u32,
+    /// Time spent waiting for a CPU in the interval, µs (schedstat run_delay); None when absent.
+    pub run_delay_us: Option<u32>,
+    /// For the busiest processes: their busiest thread.
+    pub hottest_thread: Option<ThreadSample>,
+    /// Only the first time this process is reported on this instance.
+    pub cmdline: Option<Cmdline>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSample {
+    pub tid: u32,
+    /// None when the thread's name equals the process's.
+    pub comm: Option<Comm>,
+    /// user + system ticks in the interval.
+    pub ticks: u32,
+}
+
+/// /proc/diskstats deltas (iostat -x inputs) for one disk. Partitions are folded in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskSample {
+    /// Index into `Hello::disks`.
+    pub disk: u16,
+    pub flags: u8,
+    pub reads: u32,
+    pub reads_merged: u32,
+    pub sectors_read: u64,
+    pub read_ms: u32,
+    pub writes: u32,
+    pub writes_merged: u32,
+    pub sectors_written: u64,
+    pub write_ms: u32,
+    /// Gauge: requests in flight at the end of the interval.
+    pub in_flight: u32,
+    /// Busy time in ms over the interval (util = io_ms / interval).
+    pub io_ms: u32,
+    /// Weighted busy time in ms (avg queue size = weighted_ms / interval).
+    pub weighted_ms: u32,
+}
+
+/// /proc/net/dev deltas and sysfs link state for one interface.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicSample {
+    /// Index into `Hello::nics`.
+    pub nic: u16,
+    /// `flags::RESET`, `LINK_UP`, `FULL_DUPLEX`, `DUPLEX_UNKNOWN`.
+    pub flags: u8,
+    /// Link speed in Mbit/s (override first, then sysfs); 0 when unknown or link down.
+    pub speed_mbit: u32,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u32,
+    pub tx_packets: u32,
+    pub rx_errors: u32,
+    pub tx_errors: u32,
+    pub rx_dropped: u32,
+    pub tx_dropped: u32,
+}
+
+/// /proc/meminfo gauges in KiB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memory {
+    pub total_kib: u64,
+    pub free_kib: u64,
+    pub available_kib: u64,
+    /// True when the kernel lacks MemAvailable (3.10) and the agent estimated it.
+    pub available_estimated: bool,
+    pub buffers_kib: u64,
+    pub cached_kib: u64,
+    pub dirty_kib: u64,
+    pub writeback_kib: u64,
+    pub swap_total_kib: u64,
+    pub swap_free_kib: u64,
+}
+
+/// /proc/vmstat deltas; a field the kernel lacks is None.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmActivity {
+    pub swap_in_pages: u32,
+    pub swap_out_pages: u32,
+    pub major_faults: u32,
+    /// allocstall (sum of allocstall_* on newer kernels).
+    pub alloc_stalls: Option<u32>,
+    /// pgscan_direct (sum of its zone variants on older kernels).
+    pub direct_scanned: Option<u32>,
+}
+
+/// /proc/net/snmp and /proc/net/netstat deltas that explain a dying connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpActivity {
+    pub retrans_segs: u32,
+    pub out_rsts: u32,
+    pub in_errs: u32,
+    pub estab_resets: u32,
+    pub attempt_fails: u32,
+    pub timeouts: Option<u32>,
+    pub keepalive_aborts: Option<u32>,
+    pub timeout_aborts: Option<u32>,
+    pub listen_drops: Option<u32>,
+}
+
+/// statvfs of a `--mount` path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountSample {
+    /// Index into `Hello::mounts`.
+    pub mount: u16,
+    pub used_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// The agent's own cost, so it is visible.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSelf {
+    /// user + system CPU time of the agent in the interval, µs.
+    pub cpu_us: u32,
+    pub rss_kib: u32,
+    /// Clients connected now.
+    pub clients: u8,
+}
+
+/// Something that happened between samples.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Event {
+    /// A process that lived a while or was among the top was first seen.
+    ProcessStart(ProcessInfo),
+    /// A process seen before is gone.
+    ProcessExit(ProcessExit),
+    /// A NIC's link state, speed or duplex changed.
+    LinkChange(LinkChange),
+    /// The agent (this instance) started.
+    AgentStart(AgentStart),
+    /// A device appeared after start; see the current `Hello` for its inventory entry.
+    DeviceAdded(DeviceAdded),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: Comm,
+    pub cmdline: Cmdline,
+    /// Start time in ticks since boot (/proc/PID/stat field 22): with pid, the identity.
+    pub start_ticks: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessExit {
+    pub process: ProcessInfo,
+    /// How long it lived, ms (as far as the agent saw: from its start time to the scan that
+    /// found it gone).
+    pub lifetime_ms: u64,
+    /// user + system ticks used over its whole life (as last seen).
+    pub cpu_ticks: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkChange {
+    pub nic: DevName,
+    pub up: bool,
+    pub speed_mbit: u32,
+    pub full_duplex: Option<bool>,
+    pub mtu: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentStart {
+    pub agent_version: Short,
+    pub instance_id: u64,
+    pub interval_ms: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeviceAdded {
+    Disk(DevName),
+    Nic(DevName),
+}

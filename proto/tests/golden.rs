@@ -1,0 +1,484 @@
+//! Golden byte vectors: the exact frame of every message type, and its round trip.
+//! A changed vector is a changed wire format: bump PROTOCOL_VERSION or add, never edit.
+
+use heapless::{String, Vec};
+use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame, encode_frame};
+use nasprobe_proto::*;
+
+fn s<const N: usize>(v: &str) -> String<N> {
+    String::try_from(v).unwrap()
+}
+
+fn test_one(msg: Message, expected: &[u8]) {
+    let mut buf = [0u8; 4096];
+    let n = encode_frame(&msg, &mut buf).unwrap();
+    if std::env::var_os("NASPROBE_PRINT_GOLDEN").is_some() {
+        println!("{:?}", &buf[..n]);
+    }
+    assert_eq!(&buf[..n], expected, "encoding of {msg:?}");
+    let (back, used) = decode_frame(expected, MAX_FRAME_LEN).unwrap().unwrap();
+    assert_eq!(used, expected.len());
+    assert_eq!(back, msg);
+}
+
+pub fn sample_hello() -> Hello {
+    let mut disks = Vec::new();
+    disks
+        .push(DiskInfo {
+            name: s("sda"),
+            rotational: Some(true),
+            size_sectors: 7814037168,
+            is_md: false,
+        })
+        .unwrap();
+    disks
+        .push(DiskInfo {
+            name: s("md0"),
+            rotational: None,
+            size_sectors: 4096,
+            is_md: true,
+        })
+        .unwrap();
+    let mut members = Vec::new();
+    members.push(s("sda")).unwrap();
+    let mut md_arrays = Vec::new();
+    md_arrays
+        .push(MdInfo {
+            name: s("md0"),
+            level: s("raid1"),
+            members,
+        })
+        .unwrap();
+    let mut nics = Vec::new();
+    nics.push(NicInfo {
+        name: s("egiga0"),
+        mtu: 1500,
+        is_bond: false,
+        slaves: Vec::new(),
+        speed_override_mbit: None,
+        mac: s("00:90:a9:01:02:03"),
+    })
+    .unwrap();
+    let mut mounts = Vec::new();
+    mounts.push(s("/mnt/HD/HD_a2")).unwrap();
+    Hello {
+        protocol_version: 1,
+        agent_version: s("0.1.0"),
+        instance_id: 0x0102030405060708,
+        started_ms: 1_700_000_000_000,
+        now_ms: 1_700_000_001_000,
+        host_name: s("nas"),
+        kernel_release: s("3.10.39"),
+        arch: s("armv7l"),
+        cpu_count: 2,
+        clock_ticks_per_sec: 100,
+        page_size: 4096,
+        boot_id: s(""),
+        interval_ms: 1000,
+        oldest_seq: 1,
+        newest_seq: 2,
+        disks,
+        md_arrays,
+        nics,
+        mounts,
+    }
+}
+
+pub fn sample_sample() -> Sample {
+    let core = CpuTicks {
+        flags: 0,
+        user: 60,
+        nice: 0,
+        system: 30,
+        idle: 5,
+        iowait: 1,
+        irq: 0,
+        softirq: 4,
+        steal: 0,
+    };
+    let mut cpus = Vec::new();
+    cpus.push(core).unwrap();
+    cpus.push(CpuTicks {
+        idle: 100,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut top = Vec::new();
+    top.push(ProcSample {
+        pid: 4242,
+        comm: s("sshd"),
+        state: b'R',
+        threads: 1,
+        utime: 70,
+        stime: 27,
+        run_delay_us: Some(1500),
+        hottest_thread: Some(ThreadSample {
+            tid: 4242,
+            comm: None,
+            ticks: 97,
+        }),
+        cmdline: Some(s("sshd: root@notty")),
+    })
+    .unwrap();
+    let mut disks = Vec::new();
+    disks
+        .push(DiskSample {
+            disk: 0,
+            flags: 0,
+            writes: 95,
+            sectors_written: 21510,
+            write_ms: 430,
+            io_ms: 119,
+            weighted_ms: 450,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut nics = Vec::new();
+    nics.push(NicSample {
+        nic: 0,
+        flags: flags::LINK_UP | flags::FULL_DUPLEX,
+        speed_mbit: 1000,
+        rx_bytes: 25_000_000,
+        tx_bytes: 400_000,
+        rx_packets: 17000,
+        tx_packets: 6000,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut mounts = Vec::new();
+    mounts
+        .push(MountSample {
+            mount: 0,
+            used_bytes: 1 << 40,
+            free_bytes: 1 << 41,
+        })
+        .unwrap();
+    Sample {
+        interval_us: 1_000_250,
+        cpu_total: core,
+        cpus,
+        procs_running: 2,
+        procs_blocked: 0,
+        forks: 3,
+        context_switches: 2500,
+        short_lived: 1,
+        top,
+        disks,
+        nics,
+        memory: Some(Memory {
+            total_kib: 1_000_000,
+            free_kib: 50_000,
+            available_kib: 600_000,
+            available_estimated: true,
+            buffers_kib: 1000,
+            cached_kib: 500_000,
+            dirty_kib: 12,
+            writeback_kib: 0,
+            swap_total_kib: 500_000,
+            swap_free_kib: 500_000,
+        }),
+        vm: Some(VmActivity {
+            swap_in_pages: 0,
+            swap_out_pages: 0,
+            major_faults: 2,
+            alloc_stalls: None,
+            direct_scanned: Some(0),
+        }),
+        tcp: Some(TcpActivity {
+            retrans_segs: 3,
+            timeouts: Some(1),
+            ..Default::default()
+        }),
+        mounts,
+        agent: AgentSelf {
+            cpu_us: 180,
+            rss_kib: 1100,
+            clients: 1,
+        },
+    }
+}
+
+fn process() -> ProcessInfo {
+    ProcessInfo {
+        pid: 31337,
+        ppid: 1,
+        comm: s("btrfs"),
+        cmdline: s("btrfs send -k 28399387"),
+        start_ticks: 123456,
+    }
+}
+
+#[test]
+fn challenge() {
+    test_one(
+        Message::Challenge(Challenge {
+            agent_nonce: [7; 32],
+        }),
+        &[
+            34, 0, 0, 0, 1, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+            7, 7, 7, 7, 7, 7, 7, 7, 7,
+        ],
+    );
+}
+
+#[test]
+fn auth() {
+    let mut expected = vec![66, 0, 0, 0, 1, 1];
+    expected.extend([1u8; 32]);
+    expected.extend([2u8; 32]);
+    test_one(
+        Message::Auth(Auth {
+            client_nonce: [1; 32],
+            mac: [2; 32],
+        }),
+        &expected,
+    );
+}
+
+#[test]
+fn auth_ok() {
+    let mut expected = vec![34, 0, 0, 0, 1, 2];
+    expected.extend([9u8; 32]);
+    test_one(Message::AuthOk(AuthOk { mac: [9; 32] }), &expected);
+}
+
+#[test]
+fn hello() {
+    test_one(Message::Hello(sample_hello()), &GOLDEN_HELLO);
+}
+
+#[test]
+fn resume() {
+    test_one(
+        Message::Resume(Resume {
+            instance_id: 5,
+            after_seq: 300,
+        }),
+        &[5, 0, 0, 0, 1, 4, 5, 172, 2],
+    );
+}
+
+#[test]
+fn gone() {
+    test_one(
+        Message::Gone(Gone {
+            instance_id: 5,
+            from_seq: 1,
+            to_seq: 128,
+        }),
+        &[6, 0, 0, 0, 1, 5, 5, 1, 128, 1],
+    );
+}
+
+#[test]
+fn record_sample() {
+    test_one(
+        Message::Record(Record {
+            seq: 7,
+            time_ms: 1_700_000_002_000,
+            body: RecordBody::Sample(sample_sample()),
+        }),
+        &GOLDEN_SAMPLE,
+    );
+}
+
+#[test]
+fn record_events() {
+    let events = [
+        (Event::ProcessStart(process()), &GOLDEN_EV_START[..]),
+        (
+            Event::ProcessExit(ProcessExit {
+                process: process(),
+                lifetime_ms: 4_800_000,
+                cpu_ticks: 90_000,
+            }),
+            &GOLDEN_EV_EXIT[..],
+        ),
+        (
+            Event::LinkChange(LinkChange {
+                nic: s("eth0"),
+                up: true,
+                speed_mbit: 100,
+                full_duplex: Some(true),
+                mtu: 1500,
+            }),
+            &GOLDEN_EV_LINK[..],
+        ),
+        (
+            Event::AgentStart(AgentStart {
+                agent_version: s("0.1.0"),
+                instance_id: 9,
+                interval_ms: 1000,
+            }),
+            &GOLDEN_EV_AGENT[..],
+        ),
+        (
+            Event::DeviceAdded(DeviceAdded::Disk(s("sdc"))),
+            &GOLDEN_EV_DEV[..],
+        ),
+    ];
+    for (ev, golden) in events {
+        test_one(
+            Message::Record(Record {
+                seq: 8,
+                time_ms: 1000,
+                body: RecordBody::Event(ev),
+            }),
+            golden,
+        );
+    }
+}
+
+#[test]
+fn keep_alive() {
+    test_one(
+        Message::KeepAlive(KeepAlive { time_ms: 1000 }),
+        &[4, 0, 0, 0, 1, 7, 232, 7],
+    );
+}
+
+#[test]
+fn refused() {
+    test_one(
+        Message::Refused(Refused {
+            reason: s("bad token"),
+        }),
+        &[
+            12, 0, 0, 0, 1, 8, 9, b'b', b'a', b'd', b' ', b't', b'o', b'k', b'e', b'n',
+        ],
+    );
+}
+
+const GOLDEN_HELLO: [u8; 145] = [
+    141, 0, 0, 0, 1, 3, 1, 5, 48, 46, 49, 46, 48, 136, 142, 152, 168, 192, 224, 128, 129, 1, 128,
+    208, 149, 255, 188, 49, 232, 215, 149, 255, 188, 49, 3, 110, 97, 115, 7, 51, 46, 49, 48, 46,
+    51, 57, 6, 97, 114, 109, 118, 55, 108, 2, 100, 128, 32, 0, 232, 7, 1, 2, 2, 3, 115, 100, 97, 1,
+    1, 176, 253, 130, 142, 29, 0, 3, 109, 100, 48, 0, 128, 32, 1, 1, 3, 109, 100, 48, 5, 114, 97,
+    105, 100, 49, 1, 3, 115, 100, 97, 1, 6, 101, 103, 105, 103, 97, 48, 220, 11, 0, 0, 0, 17, 48,
+    48, 58, 57, 48, 58, 97, 57, 58, 48, 49, 58, 48, 50, 58, 48, 51, 1, 13, 47, 109, 110, 116, 47,
+    72, 68, 47, 72, 68, 95, 97, 50,
+];
+const GOLDEN_SAMPLE: [u8; 189] = [
+    185, 0, 0, 0, 1, 6, 7, 208, 223, 149, 255, 188, 49, 0, 186, 134, 61, 0, 60, 0, 30, 5, 1, 0, 4,
+    0, 2, 0, 60, 0, 30, 5, 1, 0, 4, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 2, 0, 3, 196, 19, 1, 1, 146,
+    33, 4, 115, 115, 104, 100, 82, 1, 70, 27, 1, 220, 11, 1, 146, 33, 0, 97, 1, 16, 115, 115, 104,
+    100, 58, 32, 114, 111, 111, 116, 64, 110, 111, 116, 116, 121, 1, 0, 0, 0, 0, 0, 0, 95, 0, 134,
+    168, 1, 174, 3, 0, 119, 194, 3, 1, 0, 6, 232, 7, 192, 240, 245, 11, 128, 181, 24, 232, 132, 1,
+    240, 46, 0, 0, 0, 0, 1, 192, 132, 61, 208, 134, 3, 192, 207, 36, 1, 232, 7, 160, 194, 30, 12,
+    0, 160, 194, 30, 160, 194, 30, 1, 0, 0, 2, 0, 1, 0, 1, 3, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 128,
+    128, 128, 128, 128, 32, 128, 128, 128, 128, 128, 64, 180, 1, 204, 8, 1,
+];
+const GOLDEN_EV_START: [u8; 47] = [
+    43, 0, 0, 0, 1, 6, 8, 232, 7, 1, 0, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
+    196, 7,
+];
+const GOLDEN_EV_EXIT: [u8; 54] = [
+    50, 0, 0, 0, 1, 6, 8, 232, 7, 1, 1, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
+    196, 7, 128, 252, 164, 2, 144, 191, 5,
+];
+const GOLDEN_EV_LINK: [u8; 22] = [
+    18, 0, 0, 0, 1, 6, 8, 232, 7, 1, 2, 4, 101, 116, 104, 48, 1, 100, 1, 1, 220, 11,
+];
+const GOLDEN_EV_AGENT: [u8; 20] = [
+    16, 0, 0, 0, 1, 6, 8, 232, 7, 1, 3, 5, 48, 46, 49, 46, 48, 9, 232, 7,
+];
+const GOLDEN_EV_DEV: [u8; 16] = [12, 0, 0, 0, 1, 6, 8, 232, 7, 1, 4, 0, 3, 115, 100, 99];
+
+mod decoder_errors {
+    use super::*;
+    use nasprobe_proto::frame::{FrameError, MAX_CLIENT_FRAME_LEN};
+
+    #[test]
+    fn partial_frames_wait_for_more() {
+        let frame = [5, 0, 0, 0, 1, 4, 5, 172, 2];
+        for cut in 0..frame.len() {
+            assert_eq!(
+                decode_frame(&frame[..cut], MAX_FRAME_LEN),
+                Ok(None),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn oversize_length_is_refused_before_the_body() {
+        let prefix = (MAX_CLIENT_FRAME_LEN as u32 + 1).to_le_bytes();
+        assert_eq!(
+            decode_frame(&prefix, MAX_CLIENT_FRAME_LEN),
+            Err(FrameError::TooLong {
+                len: MAX_CLIENT_FRAME_LEN + 1,
+                max: MAX_CLIENT_FRAME_LEN
+            })
+        );
+        assert!(matches!(
+            decode_frame(&[255, 255, 255, 255], MAX_FRAME_LEN),
+            Err(FrameError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn empty_wrong_version_garbage_and_lying_length() {
+        assert_eq!(
+            decode_frame(&[0, 0, 0, 0], MAX_FRAME_LEN),
+            Err(FrameError::Empty)
+        );
+        assert_eq!(
+            decode_frame(&[5, 0, 0, 0, 2, 4, 5, 172, 2], MAX_FRAME_LEN),
+            Err(FrameError::UnsupportedVersion(2))
+        );
+        assert_eq!(
+            decode_frame(&[3, 0, 0, 0, 1, 200, 200], MAX_FRAME_LEN),
+            Err(FrameError::Malformed)
+        );
+        // Length says 7 but the message takes 4: the extra bytes are refused.
+        assert_eq!(
+            decode_frame(&[7, 0, 0, 0, 1, 4, 5, 172, 2, 0, 0], MAX_FRAME_LEN),
+            Err(FrameError::TrailingBytes(2))
+        );
+        // Length says 3 but the message needs 4: the body is short.
+        assert_eq!(
+            decode_frame(&[3, 0, 0, 0, 1, 4, 5, 172, 2], MAX_FRAME_LEN),
+            Err(FrameError::Malformed)
+        );
+    }
+
+    #[test]
+    fn over_capacity_list_is_malformed_not_truncated() {
+        // A Gone with a varint that overflows u64.
+        let body = [
+            1u8, 5, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 1, 0, 0,
+        ];
+        let mut frame = (body.len() as u32).to_le_bytes().to_vec();
+        frame.extend(body);
+        assert_eq!(
+            decode_frame(&frame, MAX_FRAME_LEN),
+            Err(FrameError::Malformed)
+        );
+    }
+
+    #[test]
+    fn small_output_buffer_is_a_typed_error() {
+        let mut out = [0u8; 10];
+        assert_eq!(
+            encode_frame(&Message::Hello(sample_hello()), &mut out),
+            Err(FrameError::BufferFull)
+        );
+    }
+
+    #[test]
+    fn every_prefix_of_every_golden_frame_is_handled() {
+        for golden in [&GOLDEN_HELLO[..], &GOLDEN_SAMPLE[..], &GOLDEN_EV_EXIT[..]] {
+            for cut in 0..golden.len() {
+                assert_eq!(decode_frame(&golden[..cut], MAX_FRAME_LEN), Ok(None));
+                // Same bytes with the length patched to the cut: never a panic.
+                if cut > 4 {
+                    let mut f = golden[..cut].to_vec();
+                    f[..4].copy_from_slice(&((cut - 4) as u32).to_le_bytes());
+                    assert!(decode_frame(&f, MAX_FRAME_LEN).is_err());
+                }
+            }
+        }
+    }
+}
