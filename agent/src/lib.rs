@@ -1,0 +1,6 @@
+//! The nasprobe agent as a library: flags, pure /proc and /sys parsers, the samplers that read
+//! through `--proc-root`/`--sys-root`, and the single-threaded server with its history ring.
+
+pub mod config;
+pub mod parse;
+pub mod sampler;

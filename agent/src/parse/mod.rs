@@ -1,0 +1,1 @@
+//! Pure parsers of /proc and /sys text: bytes in, structs out, no I/O, no allocation.
