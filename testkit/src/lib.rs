@@ -1,0 +1,1 @@
+//! Test support for nasprobe: scenario trees (/proc and /sys written from declared rates).
