@@ -1,1 +1,169 @@
 //! Pure parsers of /proc and /sys text: bytes in, structs out, no I/O, no allocation.
+//!
+//! Every parser takes the whole content of one file as a byte slice and fills a fixed-size
+//! struct (or yields borrowed lines through an iterator). A field the kernel does not have is
+//! `None`; input that does not follow the format is a [`ParseError`] and the sampler turns it
+//! into `None` after logging it once. A capacity that is too small is [`ParseError::Full`],
+//! never a silent truncation.
+
+pub mod cpu;
+pub mod disk;
+pub mod mem;
+pub mod net;
+pub mod pid;
+pub mod sysfs;
+
+use core::fmt;
+
+/// Why a parser refused its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// The input ended before a required field (a file cut short).
+    Truncated(&'static str),
+    /// A field is not what the kernel's format says (garbage, a negative count, ...).
+    Malformed(&'static str),
+    /// More entries than the named capacity holds (the name says which capacity).
+    Full(&'static str),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Truncated(what) => write!(f, "truncated: {what}"),
+            ParseError::Malformed(what) => write!(f, "malformed: {what}"),
+            ParseError::Full(what) => write!(f, "capacity exceeded: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Lines of `buf` without their `\n` (a last line without `\n` is still a line).
+pub fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let buf = buf.strip_suffix(b"\n").unwrap_or(buf);
+    let empty = buf.is_empty();
+    buf.split(|&b| b == b'\n').filter(move |_| !empty)
+}
+
+/// Whitespace-separated fields of a line (spaces and tabs; runs count as one separator).
+pub fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&b| b == b' ' || b == b'\t' || b == b'\n' || b == b'\r')
+        .filter(|f| !f.is_empty())
+}
+
+/// `buf` without leading and trailing ASCII whitespace.
+pub fn trim(buf: &[u8]) -> &[u8] {
+    buf.trim_ascii()
+}
+
+/// A decimal unsigned integer; `None` when empty, not all digits, or past u64.
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in s {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
+/// A decimal signed integer (`-1` appears in sysfs speed and in /proc/net/snmp).
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    match s.split_first() {
+        Some((b'-', rest)) => {
+            let v = parse_u64(rest)?;
+            if v > i64::MAX as u64 + 1 {
+                None
+            } else {
+                Some((v as i128).wrapping_neg() as i64)
+            }
+        }
+        _ => parse_u64(s).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+/// Required u64 field: missing is `Truncated(what)`, garbage is `Malformed(what)`.
+pub fn req_u64(f: Option<&[u8]>, what: &'static str) -> Result<u64, ParseError> {
+    let f = f.ok_or(ParseError::Truncated(what))?;
+    parse_u64(f).ok_or(ParseError::Malformed(what))
+}
+
+/// Copies `src` into a heapless string of capacity N, replacing bytes that are not printable
+/// UTF-8 with '?', and cutting at `max` bytes on a character boundary (names are display
+/// labels: the kernel's comm limit and our field sizes are documented, so cutting here is the
+/// documented behaviour, not a silent loss of data).
+/// Returns false when it had to cut.
+pub fn to_label<const N: usize>(src: &[u8], max: usize, out: &mut heapless::String<N>) -> bool {
+    out.clear();
+    let max = max.min(N);
+    let mut rest = src;
+    while !rest.is_empty() {
+        let (good, bad) = match core::str::from_utf8(rest) {
+            Ok(s) => (s, 0),
+            Err(e) => {
+                let s = core::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or("");
+                (s, e.error_len().unwrap_or(rest.len() - e.valid_up_to()))
+            }
+        };
+        for c in good.chars() {
+            let c = if c.is_control() { ' ' } else { c };
+            if out.len() + c.len_utf8() > max {
+                return false;
+            }
+            let _ = out.push(c);
+        }
+        if bad > 0 {
+            if out.len() + 1 > max {
+                return false;
+            }
+            let _ = out.push('?');
+        }
+        rest = &rest[good.len() + bad..];
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_u64(b"0"), Some(0));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b""), None);
+        assert_eq!(parse_u64(b"12a"), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"-"), None);
+    }
+
+    #[test]
+    fn lines_and_fields() {
+        let v: Vec<&[u8]> = lines(b"a b\n\nc").collect();
+        assert_eq!(v, vec![&b"a b"[..], b"", b"c"]);
+        assert_eq!(lines(b"").count(), 0);
+        assert_eq!(lines(b"x\n").count(), 1);
+        let f: Vec<&[u8]> = fields(b"  a \t b  ").collect();
+        assert_eq!(f, vec![&b"a"[..], b"b"]);
+    }
+
+    #[test]
+    fn labels() {
+        let mut s = heapless::String::<8>::new();
+        to_label(b"abc\xffd\te", 8, &mut s);
+        assert_eq!(s.as_str(), "abc?d e");
+        to_label("ééééé".as_bytes(), 8, &mut s);
+        assert_eq!(s.as_str(), "éééé");
+        to_label(b"abcdefghij", 3, &mut s);
+        assert_eq!(s.as_str(), "abc");
+    }
+}
