@@ -47,6 +47,10 @@ pub type DevName = String<DEV_NAME_LEN>;
 pub type Short = String<SHORT_LEN>;
 
 /// Every message of the protocol. Variants are only ever added at the end.
+///
+/// Variants differ in size on purpose: everything is fixed-capacity so that the agent never
+/// allocates (no_std, no alloc), which rules out boxing the large ones.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Message {
     /// Agent → collector, first frame of a connection: a fresh random challenge.
@@ -188,6 +192,7 @@ pub struct Record {
     pub body: RecordBody,
 }
 
+#[allow(clippy::large_enum_variant)] // fixed-capacity by design, see `Message`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecordBody {
     Sample(Sample),

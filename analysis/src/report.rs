@@ -1,0 +1,655 @@
+//! The report: per-host summaries, the bottleneck, events with restart patterns and the context
+//! of each death, gaps and progress — the JSON contract of `nasprobe report --json`.
+
+use std::collections::BTreeMap;
+
+use nasprobe_proto::Event;
+use serde::Serialize;
+
+use crate::input::HostData;
+use crate::series::{self, HostSeries};
+use crate::stats::{best_window, max, mean, median};
+use crate::time::rfc3339;
+use crate::verdict::{self, Bottleneck, Flow, MB, active_indices, pick, round2};
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Window asked for, ms since the epoch (None: what the data spans).
+    pub from_ms: Option<u64>,
+    pub to_ms: Option<u64>,
+    /// `--expect SIZE`: total bytes the transfer should land, for an ETA.
+    pub expect_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub window: Window,
+    pub hosts: Vec<HostSummary>,
+    pub flow: Option<Flow>,
+    pub bottleneck: Bottleneck,
+    pub events: Vec<EventOut>,
+    pub patterns: Vec<Pattern>,
+    pub gaps: Vec<GapOut>,
+    pub progress: Vec<Progress>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Window {
+    pub from: String,
+    pub to: String,
+    pub seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostSummary {
+    pub name: String,
+    pub samples: usize,
+    pub cpu: CpuSummary,
+    pub top_processes: Vec<ProcSummary>,
+    pub disks: Vec<DiskSummary>,
+    pub nics: Vec<NicSummary>,
+    pub memory: MemSummary,
+    pub tcp: TcpSummary,
+    /// The agent's own CPU, µs per second of wall time (median).
+    pub agent_cpu_us_per_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuSummary {
+    pub cores: usize,
+    /// All cores together, 0..1.
+    pub busy: f64,
+    pub busy_peak: f64,
+    pub iowait: f64,
+    pub per_core_busy: Vec<f64>,
+    pub run_queue: f64,
+    pub hottest_thread: Option<ThreadSummary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadSummary {
+    pub process: String,
+    pub thread: String,
+    pub pid: u32,
+    pub tid: u32,
+    /// Fraction of one core, median over the active period.
+    pub core_fraction: f64,
+    pub peak: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcSummary {
+    pub name: String,
+    pub pid: u32,
+    /// CPU in cores (1.0 = one full core), median and mean over the active period.
+    pub cpu_cores: f64,
+    pub cpu_cores_mean: f64,
+    pub threads: u16,
+    /// Share of the time spent waiting for a CPU (schedstat run_delay), when known.
+    pub run_delay: Option<f64>,
+    pub cmdline: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DiskSummary {
+    pub name: String,
+    pub is_md: bool,
+    pub rotational: Option<bool>,
+    pub util: f64,
+    pub util_peak: f64,
+    pub await_ms: f64,
+    pub queue: f64,
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NicSummary {
+    pub name: String,
+    pub speed_mbit: u32,
+    pub full_duplex: bool,
+    pub mtu: u32,
+    pub rx_mb_s: f64,
+    pub tx_mb_s: f64,
+    pub rx_peak_mb_s: f64,
+    pub tx_peak_mb_s: f64,
+    /// Against the link speed; null when the speed is unknown.
+    pub util: Option<f64>,
+    pub errors_per_s: f64,
+    pub drops_per_s: f64,
+    pub is_bond: bool,
+    pub slaves: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemSummary {
+    pub total_mib: f64,
+    pub available_mib_min: f64,
+    pub available_estimated: bool,
+    pub swap_used_mib: f64,
+    pub swap_in_pages_s: f64,
+    pub swap_out_pages_s: f64,
+    pub major_faults_s: f64,
+    pub alloc_stalls_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TcpSummary {
+    pub retransmits: f64,
+    pub resets: f64,
+    pub timeouts: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventOut {
+    pub host: String,
+    pub at: String,
+    pub kind: &'static str,
+    pub pid: Option<u32>,
+    pub process: Option<String>,
+    pub cmdline: Option<String>,
+    pub lifetime_s: Option<f64>,
+    pub cpu_s: Option<f64>,
+    pub device: Option<String>,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeathContext {
+    pub at: String,
+    pub pid: u32,
+    pub lifetime_s: f64,
+    pub cmdline: String,
+    /// In the minute before the death.
+    pub tcp_retransmits: f64,
+    pub tcp_resets: f64,
+    pub tcp_timeouts: f64,
+    pub nic_errors: f64,
+    pub nic_drops: f64,
+    pub link_down: bool,
+    pub swap_pages: f64,
+    pub process_cpu_cores: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Pattern {
+    pub host: String,
+    pub process: String,
+    /// The command with its changing numbers replaced by `N`.
+    pub command: String,
+    pub restarts: usize,
+    pub every_s: Option<f64>,
+    pub new_arguments_each_time: bool,
+    pub summary: String,
+    pub deaths: Vec<DeathContext>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GapOut {
+    pub host: String,
+    pub from: String,
+    pub to: String,
+    pub samples: Option<u64>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Progress {
+    pub host: String,
+    pub mount: String,
+    pub landed_bytes: f64,
+    pub rate_mb_s: f64,
+    pub used_bytes: f64,
+    pub expected_bytes: Option<u64>,
+    pub eta_seconds: Option<f64>,
+}
+
+/// Builds the report of the hosts' data.
+pub fn build(hosts: &[HostData], opts: &Options) -> Report {
+    let series: Vec<HostSeries> = hosts.iter().map(series::build).collect();
+    let (flow, active_range) = verdict::find_flow(&series);
+    let mut summaries = Vec::new();
+    let mut candidates = Vec::new();
+    for s in &series {
+        let idx = active_indices(s, active_range);
+        candidates.extend(verdict::candidates(s, &idx));
+        summaries.push(summarize(s, &idx));
+    }
+    let bottleneck = verdict::decide(&candidates, flow.as_ref());
+
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for h in hosts {
+        for s in &h.samples {
+            lo = lo.min(s.time_ms.saturating_sub(s.sample.interval_us as u64 / 1000));
+            hi = hi.max(s.time_ms);
+        }
+    }
+    let from = opts.from_ms.unwrap_or(if lo == u64::MAX { 0 } else { lo });
+    let to = opts.to_ms.unwrap_or(hi.max(from));
+
+    let mut events = Vec::new();
+    for h in hosts {
+        for e in &h.events {
+            events.push(event_out(&h.name, e.time_ms, &e.event));
+        }
+    }
+    events.sort_by(|a, b| a.at.cmp(&b.at));
+    let patterns = hosts
+        .iter()
+        .zip(&series)
+        .flat_map(|(h, s)| restart_patterns(h, s))
+        .collect();
+    let gaps = hosts
+        .iter()
+        .flat_map(|h| {
+            h.gaps.iter().map(|g| GapOut {
+                host: h.name.clone(),
+                from: rfc3339(g.from_ms),
+                to: rfc3339(g.to_ms),
+                samples: g.samples,
+                reason: g.reason.clone(),
+            })
+        })
+        .collect();
+    let progress = series
+        .iter()
+        .flat_map(|s| progress(s, opts.expect_bytes))
+        .collect();
+    Report {
+        window: Window {
+            from: rfc3339(from),
+            to: rfc3339(to),
+            seconds: to.saturating_sub(from) / 1000,
+        },
+        hosts: summaries,
+        flow,
+        bottleneck,
+        events,
+        patterns,
+        gaps,
+        progress,
+    }
+}
+
+fn med(v: &[f64], idx: &[usize]) -> f64 {
+    round2(median(&pick(v, idx)).unwrap_or(0.0))
+}
+
+fn peak_of(s: &HostSeries, v: &[f64], idx: &[usize]) -> f64 {
+    let pts: Vec<(u64, f64, f64)> = idx
+        .iter()
+        .filter_map(|&i| Some((s.points[i].time_ms, s.points[i].interval_ms, *v.get(i)?)))
+        .collect();
+    round2(best_window(&pts, verdict::PEAK_SPAN_MS).unwrap_or(0.0))
+}
+
+fn summarize(s: &HostSeries, idx: &[usize]) -> HostSummary {
+    let cores = s
+        .cpu_count
+        .max(s.core_busy.iter().map(Vec::len).max().unwrap_or(0));
+    let per_core_busy = (0..cores)
+        .map(|c| {
+            let v: Vec<f64> = idx
+                .iter()
+                .filter_map(|&i| s.core_busy.get(i).and_then(|r| r.get(c)).copied())
+                .collect();
+            round2(median(&v).unwrap_or(0.0))
+        })
+        .collect();
+    let hottest_thread = s
+        .threads
+        .iter()
+        .map(|(k, t)| (k, t, median(&pick(&t.frac, idx)).unwrap_or(0.0)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(k, t, f)| ThreadSummary {
+            process: k.process.clone(),
+            thread: k.thread.clone(),
+            pid: t.last_pid,
+            tid: t.last_tid,
+            core_fraction: round2(f.min(1.0)),
+            peak: round2(max(&pick(&t.frac, idx)).unwrap_or(0.0).min(1.0)),
+        });
+    let mut top_processes: Vec<ProcSummary> = s
+        .procs
+        .iter()
+        .map(|(name, p)| ProcSummary {
+            name: name.clone(),
+            pid: p.last_pid,
+            cpu_cores: med(&p.cores, idx),
+            cpu_cores_mean: round2(mean(&pick(&p.cores, idx)).unwrap_or(0.0)),
+            threads: p.threads,
+            run_delay: median(&pick(&p.run_delay_frac, idx)).map(round2),
+            cmdline: p.cmdline.clone(),
+        })
+        .filter(|p| p.cpu_cores_mean > 0.0)
+        .collect();
+    top_processes.sort_by(|a, b| b.cpu_cores_mean.total_cmp(&a.cpu_cores_mean));
+    top_processes.truncate(8);
+    let disks = s
+        .disks
+        .iter()
+        .map(|(name, d)| DiskSummary {
+            name: name.clone(),
+            is_md: d.is_md,
+            rotational: d.rotational,
+            util: med(&d.util, idx),
+            util_peak: peak_of(s, &d.util, idx),
+            await_ms: med(&d.await_ms, idx),
+            queue: med(&d.queue, idx),
+            read_mb_s: round2(mean(&pick(&d.read_bps, idx)).unwrap_or(0.0) / MB),
+            write_mb_s: round2(mean(&pick(&d.write_bps, idx)).unwrap_or(0.0) / MB),
+        })
+        .collect();
+    let nics = s
+        .nics
+        .iter()
+        .map(|(name, n)| {
+            let speed = median(&pick(&n.speed_bps, idx)).unwrap_or(0.0);
+            let util = verdict::nic_util(n, idx);
+            NicSummary {
+                name: name.clone(),
+                speed_mbit: (speed * 8.0 / 1e6).round() as u32,
+                full_duplex: n.full_duplex.last().copied().unwrap_or(true),
+                mtu: n.mtu,
+                rx_mb_s: round2(med(&n.rx_bps, idx) / MB),
+                tx_mb_s: round2(med(&n.tx_bps, idx) / MB),
+                rx_peak_mb_s: round2(peak_of(s, &n.rx_bps, idx) / MB),
+                tx_peak_mb_s: round2(peak_of(s, &n.tx_bps, idx) / MB),
+                util: util.is_finite().then(|| round2(util)),
+                errors_per_s: med(&n.errors_ps, idx),
+                drops_per_s: med(&n.drops_ps, idx),
+                is_bond: n.is_bond,
+                slaves: n.slaves.clone(),
+            }
+        })
+        .collect();
+    let m = &s.mem;
+    let stalls = pick(&m.alloc_stalls_ps, idx);
+    HostSummary {
+        name: s.name.clone(),
+        samples: s.points.len(),
+        cpu: CpuSummary {
+            cores,
+            busy: med(&s.cpu_busy, idx),
+            busy_peak: peak_of(s, &s.cpu_busy, idx),
+            iowait: med(&s.cpu_iowait, idx),
+            per_core_busy,
+            run_queue: med(&s.run_queue, idx),
+            hottest_thread,
+        },
+        top_processes,
+        disks,
+        nics,
+        memory: MemSummary {
+            total_mib: round2(med(&m.total_kib, idx) / 1024.0),
+            available_mib_min: round2(
+                pick(&m.available_kib, idx)
+                    .into_iter()
+                    .filter(|x| x.is_finite())
+                    .fold(f64::INFINITY, f64::min)
+                    .min(1e18)
+                    / 1024.0,
+            ),
+            available_estimated: m.available_estimated,
+            swap_used_mib: round2(med(&m.swap_used_kib, idx) / 1024.0),
+            swap_in_pages_s: med(&m.swap_in_ps, idx),
+            swap_out_pages_s: med(&m.swap_out_ps, idx),
+            major_faults_s: med(&m.major_faults_ps, idx),
+            alloc_stalls_s: median(&stalls).map(round2),
+        },
+        tcp: TcpSummary {
+            retransmits: pick(&s.tcp.retrans, idx)
+                .iter()
+                .filter(|x| x.is_finite())
+                .sum(),
+            resets: pick(&s.tcp.resets, idx)
+                .iter()
+                .filter(|x| x.is_finite())
+                .sum(),
+            timeouts: pick(&s.tcp.timeouts, idx)
+                .iter()
+                .filter(|x| x.is_finite())
+                .sum(),
+        },
+        agent_cpu_us_per_s: round2(median(&s.agent_cpu).unwrap_or(0.0) * 1e6),
+    }
+}
+
+fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
+    let mut o = EventOut {
+        host: host.to_string(),
+        at: rfc3339(time_ms),
+        kind: "",
+        pid: None,
+        process: None,
+        cmdline: None,
+        lifetime_s: None,
+        cpu_s: None,
+        device: None,
+        detail: None,
+    };
+    match e {
+        Event::ProcessStart(p) => {
+            o.kind = "process_start";
+            o.pid = Some(p.pid);
+            o.process = Some(p.comm.as_str().into());
+            o.cmdline = Some(p.cmdline.as_str().into());
+        }
+        Event::ProcessExit(x) => {
+            o.kind = "process_exit";
+            o.pid = Some(x.process.pid);
+            o.process = Some(x.process.comm.as_str().into());
+            o.cmdline = Some(x.process.cmdline.as_str().into());
+            o.lifetime_s = Some(round2(x.lifetime_ms as f64 / 1000.0));
+            // Ticks are USER_HZ (100 on every Linux seen).
+            o.cpu_s = Some(round2(x.cpu_ticks as f64 / 100.0));
+        }
+        Event::LinkChange(l) => {
+            o.kind = "link_change";
+            o.device = Some(l.nic.as_str().into());
+            o.detail = Some(format!(
+                "{} {} Mb/s {} mtu {}",
+                if l.up { "up" } else { "down" },
+                l.speed_mbit,
+                match l.full_duplex {
+                    Some(true) => "full duplex",
+                    Some(false) => "half duplex",
+                    None => "duplex unknown",
+                },
+                l.mtu
+            ));
+        }
+        Event::AgentStart(a) => {
+            o.kind = "agent_start";
+            o.detail = Some(format!(
+                "agent {} instance {:016x}, interval {} ms",
+                a.agent_version, a.instance_id, a.interval_ms
+            ));
+        }
+        Event::DeviceAdded(d) => {
+            o.kind = "device_added";
+            o.device = Some(match d {
+                nasprobe_proto::DeviceAdded::Disk(n) | nasprobe_proto::DeviceAdded::Nic(n) => {
+                    n.as_str().into()
+                }
+            });
+        }
+    }
+    o
+}
+
+/// A command's shape: numbers replaced by `N`, so restarts with new tokens group together.
+pub fn command_shape(cmd: &str) -> String {
+    let mut out = String::with_capacity(cmd.len());
+    let mut in_num = false;
+    for ch in cmd.chars() {
+        if ch.is_ascii_digit() {
+            if !in_num {
+                out.push('N');
+            }
+            in_num = true;
+        } else {
+            in_num = false;
+            out.push(ch);
+        }
+    }
+    out
+}
+
+fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
+    let mut groups: BTreeMap<(String, String), Vec<(u64, &nasprobe_proto::ProcessExit)>> =
+        BTreeMap::new();
+    for e in &h.events {
+        if let Event::ProcessExit(x) = &e.event {
+            let shape = command_shape(x.process.cmdline.as_str());
+            groups
+                .entry((x.process.comm.as_str().to_string(), shape))
+                .or_default()
+                .push((e.time_ms, x));
+        }
+    }
+    let mut out = Vec::new();
+    for ((comm, shape), deaths) in groups {
+        // A restart is a death followed by a start of the same command shape.
+        let restarts = deaths
+            .iter()
+            .filter(|(t, _)| {
+                h.events.iter().any(|e| {
+                    e.time_ms >= *t
+                        && matches!(&e.event, Event::ProcessStart(p)
+                            if p.comm.as_str() == comm
+                                && command_shape(p.cmdline.as_str()) == shape)
+                })
+            })
+            .count();
+        if deaths.len() < 2 && restarts == 0 {
+            continue;
+        }
+        let times: Vec<f64> = deaths.iter().map(|d| d.0 as f64).collect();
+        let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) / 1000.0).collect();
+        let every_s = median(&gaps).map(round2);
+        let distinct_args = deaths
+            .iter()
+            .map(|d| d.1.process.cmdline.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let new_args = distinct_args > 1;
+        let ctx: Vec<DeathContext> = deaths
+            .iter()
+            .map(|(t, x)| death_context(h, s, *t, x))
+            .collect();
+        let every_txt = every_s
+            .map(|e| {
+                if e >= 120.0 {
+                    format!(", every ~{:.0} min", e / 60.0)
+                } else {
+                    format!(", every ~{e:.0} s")
+                }
+            })
+            .unwrap_or_default();
+        let summary = format!(
+            "{}: `{}` died {} times and came back {} times{}{}",
+            h.name,
+            shape,
+            deaths.len(),
+            restarts,
+            every_txt,
+            if new_args {
+                ", resuming with new arguments each time (a resume token?)"
+            } else {
+                ""
+            }
+        );
+        out.push(Pattern {
+            host: h.name.clone(),
+            process: comm,
+            command: shape,
+            restarts,
+            every_s,
+            new_arguments_each_time: new_args,
+            summary,
+            deaths: ctx,
+        });
+    }
+    out
+}
+
+fn death_context(
+    h: &HostData,
+    s: &HostSeries,
+    t: u64,
+    x: &nasprobe_proto::ProcessExit,
+) -> DeathContext {
+    let from = t.saturating_sub(60_000);
+    let idx: Vec<usize> = (0..s.points.len())
+        .filter(|&i| s.points[i].time_ms >= from && s.points[i].time_ms <= t)
+        .collect();
+    let sum = |v: &[f64]| -> f64 { pick(v, &idx).iter().filter(|x| x.is_finite()).sum() };
+    let secs: Vec<f64> = idx
+        .iter()
+        .map(|&i| s.points[i].interval_ms / 1000.0)
+        .collect();
+    let rate_sum = |v: &[f64]| -> f64 {
+        idx.iter()
+            .zip(&secs)
+            .filter_map(|(&i, dt)| v.get(i).filter(|x| x.is_finite()).map(|x| x * dt))
+            .sum()
+    };
+    let nic_errors: f64 = s.nics.values().map(|n| rate_sum(&n.errors_ps)).sum();
+    let nic_drops: f64 = s.nics.values().map(|n| rate_sum(&n.drops_ps)).sum();
+    let link_down = h.events.iter().any(|e| {
+        e.time_ms >= from && e.time_ms <= t && matches!(&e.event, Event::LinkChange(l) if !l.up)
+    });
+    let comm = x.process.comm.as_str();
+    let process_cpu_cores = s
+        .procs
+        .get(comm)
+        .and_then(|p| mean(&pick(&p.cores, &idx)))
+        .map(round2);
+    DeathContext {
+        at: rfc3339(t),
+        pid: x.process.pid,
+        lifetime_s: round2(x.lifetime_ms as f64 / 1000.0),
+        cmdline: x.process.cmdline.as_str().into(),
+        tcp_retransmits: sum(&s.tcp.retrans),
+        tcp_resets: sum(&s.tcp.resets),
+        tcp_timeouts: sum(&s.tcp.timeouts),
+        nic_errors: round2(nic_errors),
+        nic_drops: round2(nic_drops),
+        link_down,
+        swap_pages: round2(rate_sum(&s.mem.swap_in_ps) + rate_sum(&s.mem.swap_out_ps)),
+        process_cpu_cores,
+    }
+}
+
+fn progress(s: &HostSeries, expect: Option<u64>) -> Vec<Progress> {
+    s.mounts
+        .iter()
+        .filter_map(|(path, used)| {
+            let pts: Vec<(u64, f64)> = s
+                .points
+                .iter()
+                .zip(used)
+                .filter(|(_, u)| u.is_finite())
+                .map(|(p, u)| (p.time_ms, *u))
+                .collect();
+            let (first, last) = (pts.first()?, pts.last()?);
+            let landed = last.1 - first.1;
+            let secs = (last.0.saturating_sub(first.0)) as f64 / 1000.0;
+            let rate = if secs > 0.0 { landed / secs } else { 0.0 };
+            let eta = expect.and_then(|e| {
+                let left = e as f64 - landed;
+                (rate > 0.0).then(|| round2(left.max(0.0) / rate))
+            });
+            Some(Progress {
+                host: s.name.clone(),
+                mount: path.clone(),
+                landed_bytes: landed,
+                rate_mb_s: round2(rate / MB),
+                used_bytes: last.1,
+                expected_bytes: expect,
+                eta_seconds: eta,
+            })
+        })
+        .collect()
+}

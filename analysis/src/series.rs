@@ -1,0 +1,412 @@
+//! Rates from deltas: turns a host's samples into time series per resource (CPU per core and
+//! per thread, disks, NICs, memory, TCP, mounts). A sample's value missing for a device (idle
+//! disk) is zero; a delta flagged RESET is NaN (unknown), never a spike.
+
+use std::collections::BTreeMap;
+
+use nasprobe_proto::{Hello, Sample, flags};
+
+use crate::input::HostData;
+
+/// One point: sample end time (ms), interval length (ms).
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    pub time_ms: u64,
+    pub interval_ms: f64,
+}
+
+/// A thread identified across process restarts by its process's and its own name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadKey {
+    pub process: String,
+    pub thread: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ThreadSeries {
+    /// Fraction of one core per point (0 where the thread was not reported).
+    pub frac: Vec<f64>,
+    /// Points where it was reported.
+    pub present: usize,
+    pub last_pid: u32,
+    pub last_tid: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ProcSeries {
+    /// CPU in cores (1.0 = one full core) per point, 0 where not listed.
+    pub cores: Vec<f64>,
+    pub present: usize,
+    pub last_pid: u32,
+    pub threads: u16,
+    pub run_delay_frac: Vec<f64>,
+    pub cmdline: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DiskSeries {
+    pub is_md: bool,
+    pub rotational: Option<bool>,
+    pub util: Vec<f64>,
+    /// Average ms per completed I/O (NaN when none completed).
+    pub await_ms: Vec<f64>,
+    pub queue: Vec<f64>,
+    pub read_bps: Vec<f64>,
+    pub write_bps: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NicSeries {
+    pub rx_bps: Vec<f64>,
+    pub tx_bps: Vec<f64>,
+    /// Link speed in bytes/s (0 unknown).
+    pub speed_bps: Vec<f64>,
+    pub full_duplex: Vec<bool>,
+    pub up: Vec<bool>,
+    pub errors_ps: Vec<f64>,
+    pub drops_ps: Vec<f64>,
+    pub mtu: u32,
+    pub is_bond: bool,
+    pub slaves: Vec<String>,
+}
+
+impl NicSeries {
+    /// Utilization per point against the link speed: full duplex max(rx, tx)/speed, half
+    /// (rx + tx)/speed; NaN when the speed is unknown.
+    pub fn util(&self) -> Vec<f64> {
+        (0..self.rx_bps.len())
+            .map(|i| {
+                let s = self.speed_bps[i];
+                if s <= 0.0 {
+                    f64::NAN
+                } else if self.full_duplex[i] {
+                    self.rx_bps[i].max(self.tx_bps[i]) / s
+                } else {
+                    (self.rx_bps[i] + self.tx_bps[i]) / s
+                }
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MemSeries {
+    pub total_kib: Vec<f64>,
+    pub available_kib: Vec<f64>,
+    pub available_estimated: bool,
+    pub swap_used_kib: Vec<f64>,
+    pub swap_in_ps: Vec<f64>,
+    pub swap_out_ps: Vec<f64>,
+    pub major_faults_ps: Vec<f64>,
+    pub alloc_stalls_ps: Vec<f64>,
+    pub direct_scan_ps: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TcpSeries {
+    pub retrans: Vec<f64>,
+    pub resets: Vec<f64>,
+    pub timeouts: Vec<f64>,
+}
+
+/// All series of one host over the window, aligned on `points`.
+#[derive(Debug, Clone, Default)]
+pub struct HostSeries {
+    pub name: String,
+    pub points: Vec<Point>,
+    pub cpu_count: usize,
+    pub page_size: u32,
+    pub clk_tck: u32,
+    /// Busy fraction of all CPUs together per point.
+    pub cpu_busy: Vec<f64>,
+    /// iowait fraction of all CPUs together.
+    pub cpu_iowait: Vec<f64>,
+    /// Per point, busy fraction of each core.
+    pub core_busy: Vec<Vec<f64>>,
+    pub run_queue: Vec<f64>,
+    pub threads: BTreeMap<ThreadKey, ThreadSeries>,
+    pub procs: BTreeMap<String, ProcSeries>,
+    pub disks: BTreeMap<String, DiskSeries>,
+    pub nics: BTreeMap<String, NicSeries>,
+    pub mem: MemSeries,
+    pub tcp: TcpSeries,
+    /// Per mount path: used bytes per point (NaN when not reported).
+    pub mounts: BTreeMap<String, Vec<f64>>,
+    /// Agent's own CPU, fraction of a core.
+    pub agent_cpu: Vec<f64>,
+}
+
+fn cpu_busy(t: &nasprobe_proto::CpuTicks) -> (f64, f64) {
+    if t.flags & flags::RESET != 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let total =
+        (t.user + t.nice + t.system + t.idle + t.iowait + t.irq + t.softirq + t.steal) as f64;
+    if total <= 0.0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let idle = (t.idle + t.iowait) as f64;
+    ((total - idle) / total, t.iowait as f64 / total)
+}
+
+/// Puts `x` at index `i`, padding the points where the device was absent with zero.
+fn push_at(v: &mut Vec<f64>, i: usize, x: f64) {
+    push_padded(v, i, x, 0.0);
+}
+
+fn push_padded(v: &mut Vec<f64>, i: usize, x: f64, pad: f64) {
+    if v.len() < i {
+        v.resize(i, pad);
+    }
+    v.push(x);
+}
+
+/// Builds the series of one host.
+pub fn build(host: &HostData) -> HostSeries {
+    let mut s = HostSeries {
+        name: host.name.clone(),
+        ..Default::default()
+    };
+    if let Some(inst) = host.instances.last() {
+        s.cpu_count = inst.hello.cpu_count as usize;
+        s.page_size = inst.hello.page_size.max(1);
+        s.clk_tck = inst.hello.clock_ticks_per_sec.max(1);
+    }
+    for ts in &host.samples {
+        let Some(inst) = host.instances.get(ts.instance) else {
+            continue;
+        };
+        let i = s.points.len();
+        add_sample(&mut s, i, &inst.hello, &ts.sample, ts.time_ms);
+    }
+    // Pad every per-device series to the full length (absent at the end = zero / unknown).
+    let n = s.points.len();
+    for t in s.threads.values_mut() {
+        t.frac.resize(n, 0.0);
+    }
+    for p in s.procs.values_mut() {
+        p.cores.resize(n, 0.0);
+        p.run_delay_frac.resize(n, f64::NAN);
+    }
+    for d in s.disks.values_mut() {
+        d.util.resize(n, 0.0);
+        d.await_ms.resize(n, f64::NAN);
+        d.queue.resize(n, 0.0);
+        d.read_bps.resize(n, 0.0);
+        d.write_bps.resize(n, 0.0);
+    }
+    for m in s.mounts.values_mut() {
+        m.resize(n, f64::NAN);
+    }
+    s
+}
+
+fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time_ms: u64) {
+    let interval_ms = (sample.interval_us as f64 / 1000.0).max(1.0);
+    let secs = interval_ms / 1000.0;
+    let hz = hello.clock_ticks_per_sec.max(1) as f64;
+    s.points.push(Point {
+        time_ms,
+        interval_ms,
+    });
+    let (busy, iowait) = cpu_busy(&sample.cpu_total);
+    s.cpu_busy.push(busy);
+    s.cpu_iowait.push(iowait);
+    s.core_busy
+        .push(sample.cpus.iter().map(|c| cpu_busy(c).0).collect());
+    s.run_queue.push(sample.procs_running as f64);
+    s.agent_cpu.push(sample.agent.cpu_us as f64 / (secs * 1e6));
+
+    for p in &sample.top {
+        let cores = (p.utime + p.stime) as f64 / (secs * hz);
+        let name = p.comm.as_str().to_string();
+        let ps = s.procs.entry(name.clone()).or_default();
+        // Two processes of the same name in one sample add up (e.g. two rsync).
+        if ps.cores.len() == i + 1 {
+            ps.cores[i] += cores;
+        } else {
+            push_at(&mut ps.cores, i, cores);
+            ps.present += 1;
+        }
+        ps.last_pid = p.pid;
+        ps.threads = p.threads;
+        if let Some(c) = &p.cmdline {
+            ps.cmdline = Some(c.as_str().to_string());
+        }
+        if let Some(rd) = p.run_delay_us {
+            if ps.run_delay_frac.len() < i {
+                ps.run_delay_frac.resize(i, f64::NAN);
+            }
+            if ps.run_delay_frac.len() == i {
+                ps.run_delay_frac.push(rd as f64 / (secs * 1e6));
+            }
+        }
+        let thread = match &p.hottest_thread {
+            Some(t) => Some((
+                t.tid,
+                t.comm
+                    .as_ref()
+                    .map_or_else(|| name.clone(), |c| c.as_str().to_string()),
+                t.ticks as f64 / (secs * hz),
+            )),
+            None if p.threads <= 1 => Some((p.pid, name.clone(), cores)),
+            None => None,
+        };
+        if let Some((tid, tname, frac)) = thread {
+            let key = ThreadKey {
+                process: name.clone(),
+                thread: tname,
+            };
+            let ts = s.threads.entry(key).or_default();
+            if ts.frac.len() == i + 1 {
+                if frac > ts.frac[i] {
+                    ts.frac[i] = frac;
+                    ts.last_pid = p.pid;
+                    ts.last_tid = tid;
+                }
+            } else {
+                push_at(&mut ts.frac, i, frac);
+                ts.present += 1;
+                ts.last_pid = p.pid;
+                ts.last_tid = tid;
+            }
+        }
+    }
+
+    // Disks: every disk of the inventory gets a point (idle ones are absent from the sample).
+    for d in &hello.disks {
+        let ds = s.disks.entry(d.name.as_str().to_string()).or_default();
+        ds.is_md = d.is_md;
+        ds.rotational = d.rotational;
+    }
+    for d in &sample.disks {
+        let Some(info) = hello.disks.get(d.disk as usize) else {
+            continue;
+        };
+        let ds = s.disks.entry(info.name.as_str().to_string()).or_default();
+        if d.flags & flags::RESET != 0 {
+            push_at(&mut ds.util, i, f64::NAN);
+            push_padded(&mut ds.await_ms, i, f64::NAN, f64::NAN);
+            push_at(&mut ds.queue, i, f64::NAN);
+            push_at(&mut ds.read_bps, i, f64::NAN);
+            push_at(&mut ds.write_bps, i, f64::NAN);
+            continue;
+        }
+        let ios = (d.reads + d.writes) as f64;
+        push_at(&mut ds.util, i, (d.io_ms as f64 / interval_ms).min(1.0));
+        let await_ms = if ios > 0.0 {
+            (d.read_ms + d.write_ms) as f64 / ios
+        } else {
+            f64::NAN
+        };
+        push_padded(&mut ds.await_ms, i, await_ms, f64::NAN);
+        push_at(&mut ds.queue, i, d.weighted_ms as f64 / interval_ms);
+        push_at(&mut ds.read_bps, i, d.sectors_read as f64 * 512.0 / secs);
+        push_at(
+            &mut ds.write_bps,
+            i,
+            d.sectors_written as f64 * 512.0 / secs,
+        );
+    }
+
+    for n in &sample.nics {
+        let Some(info) = hello.nics.get(n.nic as usize) else {
+            continue;
+        };
+        let ns = s.nics.entry(info.name.as_str().to_string()).or_default();
+        ns.mtu = info.mtu;
+        ns.is_bond = info.is_bond;
+        ns.slaves = info.slaves.iter().map(|x| x.as_str().to_string()).collect();
+        let fill = |v: &mut Vec<f64>, x: f64| push_at(v, i, x);
+        while ns.full_duplex.len() < i {
+            ns.full_duplex.push(true);
+            ns.up.push(false);
+            ns.speed_bps.push(0.0);
+        }
+        let reset = n.flags & flags::RESET != 0;
+        let rate = |x: f64| if reset { f64::NAN } else { x / secs };
+        fill(&mut ns.rx_bps, rate(n.rx_bytes as f64));
+        fill(&mut ns.tx_bps, rate(n.tx_bytes as f64));
+        fill(&mut ns.errors_ps, rate((n.rx_errors + n.tx_errors) as f64));
+        fill(&mut ns.drops_ps, rate((n.rx_dropped + n.tx_dropped) as f64));
+        ns.speed_bps.push(n.speed_mbit as f64 * 1e6 / 8.0);
+        ns.full_duplex
+            .push(n.flags & flags::FULL_DUPLEX != 0 || n.flags & flags::DUPLEX_UNKNOWN != 0);
+        ns.up.push(n.flags & flags::LINK_UP != 0);
+    }
+    let n_points = i + 1;
+    for ns in s.nics.values_mut() {
+        for v in [
+            &mut ns.rx_bps,
+            &mut ns.tx_bps,
+            &mut ns.errors_ps,
+            &mut ns.drops_ps,
+        ] {
+            v.resize(n_points, 0.0);
+        }
+        ns.speed_bps.resize(n_points, 0.0);
+        ns.full_duplex.resize(n_points, true);
+        ns.up.resize(n_points, false);
+    }
+
+    let m = &mut s.mem;
+    match &sample.memory {
+        Some(mem) => {
+            m.total_kib.push(mem.total_kib as f64);
+            m.available_kib.push(mem.available_kib as f64);
+            m.available_estimated |= mem.available_estimated;
+            m.swap_used_kib
+                .push(mem.swap_total_kib.saturating_sub(mem.swap_free_kib) as f64);
+        }
+        None => {
+            m.total_kib.push(f64::NAN);
+            m.available_kib.push(f64::NAN);
+            m.swap_used_kib.push(f64::NAN);
+        }
+    }
+    match &sample.vm {
+        Some(vm) => {
+            m.swap_in_ps.push(vm.swap_in_pages as f64 / secs);
+            m.swap_out_ps.push(vm.swap_out_pages as f64 / secs);
+            m.major_faults_ps.push(vm.major_faults as f64 / secs);
+            m.alloc_stalls_ps
+                .push(vm.alloc_stalls.map_or(f64::NAN, |x| x as f64 / secs));
+            m.direct_scan_ps
+                .push(vm.direct_scanned.map_or(f64::NAN, |x| x as f64 / secs));
+        }
+        None => {
+            for v in [
+                &mut m.swap_in_ps,
+                &mut m.swap_out_ps,
+                &mut m.major_faults_ps,
+                &mut m.alloc_stalls_ps,
+                &mut m.direct_scan_ps,
+            ] {
+                v.push(f64::NAN);
+            }
+        }
+    }
+    match &sample.tcp {
+        Some(t) => {
+            s.tcp.retrans.push(t.retrans_segs as f64);
+            s.tcp.resets.push((t.out_rsts + t.estab_resets) as f64);
+            s.tcp
+                .timeouts
+                .push(t.timeouts.unwrap_or(0) as f64 + t.timeout_aborts.unwrap_or(0) as f64);
+        }
+        None => {
+            s.tcp.retrans.push(f64::NAN);
+            s.tcp.resets.push(f64::NAN);
+            s.tcp.timeouts.push(f64::NAN);
+        }
+    }
+    for ms in &sample.mounts {
+        if let Some(path) = hello.mounts.get(ms.mount as usize) {
+            let v = s.mounts.entry(path.as_str().to_string()).or_default();
+            if v.len() < i {
+                v.resize(i, f64::NAN);
+            }
+            v.push(ms.used_bytes as f64);
+        }
+    }
+}

@@ -1,0 +1,585 @@
+//! The verdict: per host and resource, utilization over the transfer's active period (the USE
+//! method), then the one resource that binds the flow, with the numbers behind it, what was
+//! ruled out with its headroom, and what would not help.
+
+use serde::Serialize;
+
+use crate::series::{HostSeries, NicSeries};
+use crate::stats::{best_window, max, mean, median, percentile};
+
+/// One thread at or above this fraction of a core is a wall.
+pub const THREAD_WALL: f64 = 0.85;
+/// All CPUs together at or above this busy fraction: the box is out of CPU.
+pub const CPU_ALL_WALL: f64 = 0.85;
+/// A disk at or above this busy fraction is a wall.
+pub const DISK_WALL: f64 = 0.85;
+/// A NIC at or above this fraction of its line rate is a wall (TCP payload tops out near 94%
+/// of the line rate, so 0.80 of the line is 0.85 of what a flow can get).
+pub const NIC_WALL: f64 = 0.80;
+/// Practical share of the line rate a TCP flow can carry (Ethernet + IP + TCP headers).
+pub const NIC_PRACTICAL: f64 = 0.94;
+/// Swapping (pages in + out per second, sustained) that stalls work.
+pub const SWAP_WALL_PAGES_PS: f64 = 256.0;
+/// Below this a host carries no transfer (bytes/s).
+pub const FLOW_MIN_BPS: f64 = 1_000_000.0;
+/// Span of the peak window.
+pub const PEAK_SPAN_MS: f64 = 10_000.0;
+
+pub const MB: f64 = 1_000_000.0;
+
+/// The transfer seen across hosts.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Flow {
+    /// Host sending the most (None when only the receiver is observed).
+    pub from: Option<String>,
+    pub from_device: Option<String>,
+    /// Host receiving the most.
+    pub to: Option<String>,
+    pub to_device: Option<String>,
+    /// Median over the active period, MB/s (10^6 bytes).
+    pub sustained_mb_s: f64,
+    pub mean_mb_s: f64,
+    /// Best 10 s, MB/s.
+    pub peak_mb_s: f64,
+    /// Seconds the flow was active.
+    pub active_seconds: f64,
+    /// Link speed of the busier end, Mbit/s (0 unknown).
+    pub link_mbit: u32,
+    /// On 1 GbE: excellent / good / fair / misconfigured / seriously_wrong; null otherwise.
+    pub grade: Option<String>,
+}
+
+/// A resource near (or not near) its ceiling on one host.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Candidate {
+    pub host: String,
+    pub resource: &'static str,
+    pub device: Option<String>,
+    pub process: Option<String>,
+    pub utilization: f64,
+    /// Utilization against what is practically reachable (NIC: payload ceiling), for ranking.
+    #[serde(skip)]
+    pub score: f64,
+    #[serde(skip)]
+    pub wall: bool,
+    #[serde(skip)]
+    pub sentence: String,
+}
+
+/// The bottleneck object of the report (contract in DESIGN.md).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Bottleneck {
+    pub host: Option<String>,
+    pub resource: &'static str,
+    pub device: Option<String>,
+    pub process: Option<String>,
+    pub utilization: f64,
+    pub evidence: Vec<String>,
+    pub ruled_out: Vec<String>,
+    pub would_not_help: Vec<String>,
+}
+
+/// Points of a host inside the active period.
+pub fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
+    (0..s.points.len())
+        .filter(|&i| match range {
+            Some((a, b)) => {
+                let t = s.points[i].time_ms;
+                t >= a && t <= b
+            }
+            None => true,
+        })
+        .collect()
+}
+
+pub fn pick(v: &[f64], idx: &[usize]) -> Vec<f64> {
+    idx.iter().filter_map(|&i| v.get(i).copied()).collect()
+}
+
+fn is_virtual_nic(name: &str) -> bool {
+    name == "lo"
+}
+
+/// Finds the flow: the host and NIC sending most, the host and NIC receiving most, and the
+/// time range when it was active (≥ 25% of its peak).
+pub fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
+    let mut best_tx: Option<(usize, String, f64)> = None;
+    let mut best_rx: Option<(usize, String, f64)> = None;
+    for (h, s) in hosts.iter().enumerate() {
+        for (name, n) in &s.nics {
+            if is_virtual_nic(name) || n.is_bond {
+                continue;
+            }
+            let tx = mean(&n.tx_bps).unwrap_or(0.0);
+            let rx = mean(&n.rx_bps).unwrap_or(0.0);
+            if best_tx.as_ref().is_none_or(|b| tx > b.2) {
+                best_tx = Some((h, name.clone(), tx));
+            }
+            if best_rx.as_ref().is_none_or(|b| rx > b.2) {
+                best_rx = Some((h, name.clone(), rx));
+            }
+        }
+    }
+    // The receiving side is the one that matters for "landing"; measure the flow there unless
+    // only the sender is observed.
+    let rx_ok = best_rx.as_ref().is_some_and(|b| b.2 >= FLOW_MIN_BPS);
+    let tx_ok = best_tx.as_ref().is_some_and(|b| b.2 >= FLOW_MIN_BPS);
+    if !rx_ok && !tx_ok {
+        return (None, None);
+    }
+    // With two hosts, the sender and receiver should differ; when the same host wins both
+    // (loopback-like), keep it.
+    let (measure_host, measure_nic, rx_side) = if rx_ok {
+        let b = best_rx.clone().unwrap();
+        (b.0, b.1, true)
+    } else {
+        let b = best_tx.clone().unwrap();
+        (b.0, b.1, false)
+    };
+    let s = &hosts[measure_host];
+    let n = &s.nics[&measure_nic];
+    let series = if rx_side { &n.rx_bps } else { &n.tx_bps };
+    let pts: Vec<(u64, f64, f64)> = s
+        .points
+        .iter()
+        .zip(series)
+        .map(|(p, v)| (p.time_ms, p.interval_ms, *v))
+        .collect();
+    let peak = best_window(&pts, PEAK_SPAN_MS).unwrap_or(0.0);
+    let active: Vec<&(u64, f64, f64)> = pts.iter().filter(|p| p.2 >= peak * 0.25).collect();
+    let range = match (active.first(), active.last()) {
+        (Some(a), Some(b)) => Some((a.0.saturating_sub(a.1 as u64), b.0)),
+        _ => None,
+    };
+    let in_range: Vec<f64> = pts
+        .iter()
+        .filter(|p| range.is_some_and(|(a, b)| p.0 >= a && p.0 <= b))
+        .map(|p| p.2)
+        .collect();
+    let active_seconds: f64 = pts
+        .iter()
+        .filter(|p| range.is_some_and(|(a, b)| p.0 >= a && p.0 <= b))
+        .map(|p| p.1 / 1000.0)
+        .sum();
+    let sustained = median(&in_range).unwrap_or(0.0);
+    let speed_mbit = median(&n.speed_bps).unwrap_or(0.0) * 8.0 / 1e6;
+    let sustained_mb = sustained / MB;
+    let grade = ((speed_mbit - 1000.0).abs() < 1.0).then(|| grade_1gbe(sustained_mb).to_string());
+    let name_of = |b: &Option<(usize, String, f64)>, ok: bool| {
+        b.as_ref()
+            .filter(|_| ok)
+            .map(|b| (hosts[b.0].name.clone(), b.1.clone()))
+    };
+    let from = name_of(&best_tx, tx_ok);
+    let to = name_of(&best_rx, rx_ok);
+    (
+        Some(Flow {
+            from: from.as_ref().map(|f| f.0.clone()),
+            from_device: from.map(|f| f.1),
+            to: to.as_ref().map(|t| t.0.clone()),
+            to_device: to.map(|t| t.1),
+            sustained_mb_s: round2(sustained_mb),
+            mean_mb_s: round2(mean(&in_range).unwrap_or(0.0) / MB),
+            peak_mb_s: round2(peak / MB),
+            active_seconds: round2(active_seconds),
+            link_mbit: speed_mbit.round() as u32,
+            grade,
+        }),
+        range,
+    )
+}
+
+/// The field's ladder for a single flow on 1 GbE.
+pub fn grade_1gbe(mb_s: f64) -> &'static str {
+    if mb_s >= 90.0 {
+        "excellent"
+    } else if mb_s >= 70.0 {
+        "good"
+    } else if mb_s >= 50.0 {
+        "fair"
+    } else if mb_s >= 30.0 {
+        "misconfigured"
+    } else {
+        "seriously_wrong"
+    }
+}
+
+pub fn round2(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 100.0).round() / 100.0
+    } else {
+        0.0
+    }
+}
+
+pub fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn headroom(util: f64) -> String {
+    if util <= 0.01 {
+        "idle".into()
+    } else {
+        format!("{:.1}x headroom", 1.0 / util)
+    }
+}
+
+/// Util fraction of a NIC over the active points (NaN when the speed is unknown).
+pub fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
+    median(&pick(&n.util(), idx)).unwrap_or(f64::NAN)
+}
+
+/// All candidates of one host over the active points.
+pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    let h = &s.name;
+    let busy = median(&pick(&s.cpu_busy, idx)).unwrap_or(0.0);
+    let cores = s.cpu_count.max(1);
+
+    // One thread.
+    let hottest = s
+        .threads
+        .iter()
+        .map(|(k, t)| (k, t, median(&pick(&t.frac, idx)).unwrap_or(0.0)))
+        .max_by(|a, b| a.2.total_cmp(&b.2));
+    if let Some((k, t, frac)) = hottest {
+        let frac = frac.min(1.0);
+        let peak = max(&pick(&t.frac, idx)).unwrap_or(frac).min(1.0);
+        let thread_desc = if k.thread == k.process {
+            format!("one thread of `{}`", k.process)
+        } else {
+            format!("thread `{}` of `{}`", k.thread, k.process)
+        };
+        out.push(Candidate {
+            host: h.clone(),
+            resource: "cpu_thread",
+            device: None,
+            process: Some(k.process.clone()),
+            utilization: round2(frac),
+            score: frac,
+            wall: frac >= THREAD_WALL,
+            sentence: format!(
+                "{h}: {thread_desc} (pid {}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
+                t.last_pid,
+                pct(frac),
+                pct(peak),
+                pct(busy)
+            ),
+        });
+    }
+
+    // All cores.
+    let per_core: Vec<f64> = (0..cores)
+        .map(|c| {
+            let v: Vec<f64> = idx
+                .iter()
+                .filter_map(|&i| s.core_busy.get(i).and_then(|r| r.get(c)).copied())
+                .collect();
+            median(&v).unwrap_or(0.0)
+        })
+        .collect();
+    let core_max = max(&per_core).unwrap_or(0.0);
+    let core_min = per_core.iter().copied().fold(f64::INFINITY, f64::min);
+    out.push(Candidate {
+        host: h.clone(),
+        resource: "cpu_all",
+        device: None,
+        process: None,
+        utilization: round2(busy),
+        score: busy,
+        wall: busy >= CPU_ALL_WALL,
+        sentence: format!(
+            "{h}: {cores} cores {} busy together (per core {}-{}), run queue {:.1}",
+            pct(busy),
+            pct(if core_min.is_finite() { core_min } else { 0.0 }),
+            pct(core_max),
+            median(&pick(&s.run_queue, idx)).unwrap_or(0.0)
+        ),
+    });
+
+    // Disks: md arrays are judged by their members, so only real disks compete.
+    let mut disk_best: Option<(String, f64, f64, f64)> = None;
+    let mut utils = Vec::new();
+    for (name, d) in &s.disks {
+        if d.is_md {
+            continue;
+        }
+        let util = median(&pick(&d.util, idx)).unwrap_or(0.0);
+        let aw = median(&pick(&d.await_ms, idx)).unwrap_or(0.0);
+        let q = median(&pick(&d.queue, idx)).unwrap_or(0.0);
+        let io = mean(&pick(&d.read_bps, idx)).unwrap_or(0.0)
+            + mean(&pick(&d.write_bps, idx)).unwrap_or(0.0);
+        if io > 0.0 || util > 0.0 {
+            utils.push(util);
+        }
+        if disk_best.as_ref().is_none_or(|b| util > b.1) {
+            disk_best = Some((name.clone(), util, aw, q));
+        }
+    }
+    if let Some((name, util, aw, q)) = disk_best {
+        let lo = utils.iter().copied().fold(f64::INFINITY, f64::min);
+        let md_of = s
+            .disks
+            .iter()
+            .filter(|(_, d)| d.is_md)
+            .map(|(n, _)| n.clone())
+            .collect::<Vec<_>>();
+        let md_note = if md_of.is_empty() {
+            String::new()
+        } else {
+            format!(" (md arrays {} judged by their members)", md_of.join(", "))
+        };
+        let range = if utils.len() > 1 && lo.is_finite() {
+            format!("{}-{}", pct(lo), pct(util))
+        } else {
+            pct(util)
+        };
+        out.push(Candidate {
+            host: h.clone(),
+            resource: "disk",
+            device: Some(name.clone()),
+            process: None,
+            utilization: round2(util),
+            score: util,
+            wall: util >= DISK_WALL,
+            sentence: format!(
+                "{h}: disks at {range} util{md_note}; busiest {name} at {}, await {:.1} ms, queue {:.1}",
+                pct(util),
+                aw,
+                q
+            ),
+        });
+    }
+
+    // NICs.
+    let mut nic_best: Option<(String, f64, f64, f64)> = None;
+    for (name, n) in &s.nics {
+        if is_virtual_nic(name) || n.is_bond {
+            continue;
+        }
+        let util = nic_util(n, idx);
+        let rate = median(&pick(&n.rx_bps, idx))
+            .unwrap_or(0.0)
+            .max(median(&pick(&n.tx_bps, idx)).unwrap_or(0.0));
+        let speed = median(&pick(&n.speed_bps, idx)).unwrap_or(0.0);
+        let key = if util.is_finite() {
+            util
+        } else {
+            -1.0 + rate / 1e12
+        };
+        if nic_best.as_ref().is_none_or(|b| key > b.1) {
+            nic_best = Some((name.clone(), key, rate, speed));
+        }
+    }
+    if let Some((name, util, rate, speed)) = nic_best {
+        let util = util.max(0.0);
+        let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
+        let speed_txt = if speed > 0.0 {
+            format!(
+                "{:.0} MB/s of {:.0} ({:.0} practical; link {} Mb/s)",
+                rate / MB,
+                speed / MB,
+                speed * NIC_PRACTICAL / MB,
+                (speed * 8.0 / 1e6).round()
+            )
+        } else {
+            format!("{:.0} MB/s (link speed unknown)", rate / MB)
+        };
+        out.push(Candidate {
+            host: h.clone(),
+            resource: "nic",
+            device: Some(name.clone()),
+            process: None,
+            utilization: round2(util),
+            score: util / NIC_PRACTICAL,
+            wall: util >= NIC_WALL,
+            sentence: format!(
+                "{h}: {name} at {speed_txt}, {} of the link{}",
+                pct(util),
+                if slow_link {
+                    format!(
+                        " — negotiated at {} Mb/s, below gigabit",
+                        (speed * 8.0 / 1e6).round()
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        });
+    }
+
+    // Memory: swapping or reclaim stalls that stall the work.
+    let swap_ps = median(&pick(&s.mem.swap_in_ps, idx)).unwrap_or(0.0)
+        + median(&pick(&s.mem.swap_out_ps, idx)).unwrap_or(0.0);
+    let stalls = median(&pick(&s.mem.alloc_stalls_ps, idx)).unwrap_or(0.0);
+    let majflt = median(&pick(&s.mem.major_faults_ps, idx)).unwrap_or(0.0);
+    let total = median(&pick(&s.mem.total_kib, idx)).unwrap_or(0.0);
+    let avail = percentile(&pick(&s.mem.available_kib, idx), 0.1).unwrap_or(total);
+    let used_frac = if total > 0.0 {
+        (1.0 - avail / total).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let swapping = swap_ps >= SWAP_WALL_PAGES_PS || (stalls > 0.0 && swap_ps > 0.0);
+    out.push(Candidate {
+        host: h.clone(),
+        resource: "memory",
+        device: None,
+        process: None,
+        utilization: round2(if swapping { used_frac.max(0.9) } else { used_frac }),
+        score: if swapping { 2.0 } else { 0.0 },
+        wall: swapping,
+        sentence: format!(
+            "{h}: memory {} used ({:.0} MiB available{}), swapping {:.0} pages/s ({:.1} MB/s), {:.0} major faults/s, {:.0} allocation stalls/s",
+            pct(used_frac),
+            avail / 1024.0,
+            if s.mem.available_estimated {
+                ", estimated: kernel lacks MemAvailable"
+            } else {
+                ""
+            },
+            swap_ps,
+            swap_ps * s.page_size.max(1) as f64 / MB,
+            majflt,
+            stalls
+        ),
+    });
+    out
+}
+
+/// Names the wall among all hosts' candidates.
+pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
+    // A swap storm stalls everything; its disk and CPU load are symptoms.
+    let memory_wall = all
+        .iter()
+        .filter(|c| c.resource == "memory" && c.wall)
+        .max_by(|a, b| a.utilization.total_cmp(&b.utilization));
+    let chosen = memory_wall.cloned().or_else(|| {
+        all.iter()
+            .filter(|c| c.wall)
+            .filter(|c| {
+                // With every core busy, one busy thread is not the single wall.
+                !(c.resource == "cpu_thread"
+                    && all
+                        .iter()
+                        .any(|o| o.host == c.host && o.resource == "cpu_all" && o.wall))
+            })
+            .max_by(|a, b| a.score.total_cmp(&b.score))
+            .cloned()
+    });
+    let mut evidence = Vec::new();
+    if let Some(f) = flow {
+        evidence.push(flow_sentence(f));
+    }
+    let mut ruled_out = Vec::new();
+    for c in all {
+        let same = chosen
+            .as_ref()
+            .is_some_and(|w| w.host == c.host && w.resource == c.resource);
+        if same {
+            evidence.insert(usize::from(flow.is_some()), c.sentence.clone());
+        } else if c.resource != "cpu_thread" || c.utilization > 0.05 {
+            let hr = headroom(c.utilization);
+            ruled_out.push(format!("{} — {hr}", c.sentence));
+        }
+    }
+    // Keep the ruled-out sentences in the evidence too: they carry the headroom numbers.
+    evidence.extend(ruled_out.iter().cloned());
+    let would_not_help = match &chosen {
+        Some(w) => would_not_help(w, all),
+        None => Vec::new(),
+    };
+    match chosen {
+        Some(w) => Bottleneck {
+            host: Some(w.host.clone()),
+            resource: w.resource,
+            device: w.device.clone(),
+            process: w.process.clone(),
+            utilization: w.utilization,
+            evidence,
+            ruled_out,
+            would_not_help,
+        },
+        None => {
+            let outside = match flow {
+                Some(_) => {
+                    "nothing on the observed hosts is near a ceiling: the limit is outside them (the other end, the protocol or the application's own pacing)"
+                }
+                None => "no transfer and nothing near a ceiling: the hosts are idle",
+            };
+            evidence.insert(0, outside.to_string());
+            Bottleneck {
+                host: None,
+                resource: "none",
+                device: None,
+                process: None,
+                utilization: round2(all.iter().map(|c| c.score.min(1.0)).fold(0.0, f64::max)),
+                evidence,
+                ruled_out,
+                would_not_help: Vec::new(),
+            }
+        }
+    }
+}
+
+fn flow_sentence(f: &Flow) -> String {
+    let ends = match (&f.from, &f.to) {
+        (Some(a), Some(b)) if a != b => format!("{a} → {b}"),
+        (_, Some(b)) => format!("into {b}"),
+        (Some(a), None) => format!("out of {a}"),
+        _ => "transfer".into(),
+    };
+    let grade = f
+        .grade
+        .as_ref()
+        .map(|g| format!("; on 1 GbE that is {}", g.replace('_', " ")))
+        .unwrap_or_default();
+    format!(
+        "flow {ends}: {:.0} MB/s sustained (median over {:.0} s), {:.0} MB/s mean, {:.0} MB/s peak (best 10 s){grade}",
+        f.sustained_mb_s, f.active_seconds, f.mean_mb_s, f.peak_mb_s
+    )
+}
+
+fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
+    let on = |r: &str| all.iter().find(|c| c.host == w.host && c.resource == r);
+    let mut v = Vec::new();
+    match w.resource {
+        "cpu_thread" => {
+            v.push("link aggregation or a faster network: one TCP flow rides one link and the thread cannot go faster".to_string());
+            if let Some(d) = on("disk") {
+                v.push(format!(
+                    "faster disks: they are at {} util",
+                    pct(d.utilization)
+                ));
+            }
+            v.push("more cores: the work sits on one thread".to_string());
+            let p = w.process.as_deref().unwrap_or("");
+            if ["ssh", "sshd", "scp", "sftp-server", "rsync"]
+                .iter()
+                .any(|x| p.starts_with(x))
+            {
+                v.push("what would: a transfer without encryption (rsync daemon mode, rsync://) or a cheaper cipher; encryption pins one core on these CPUs".to_string());
+            } else {
+                v.push("what would: splitting the transfer into parallel streams, or a lighter mode of the tool".to_string());
+            }
+        }
+        "cpu_all" => {
+            v.push("a faster network or disks: every core is busy".to_string());
+        }
+        "disk" => {
+            v.push(
+                "a faster network, link aggregation or more CPU: the disks are the wall"
+                    .to_string(),
+            );
+        }
+        "nic" => {
+            v.push("faster disks or CPU: the link is full".to_string());
+            v.push("link aggregation for a single flow: one TCP flow rides one link".to_string());
+        }
+        "memory" => {
+            v.push("a faster network: the host is swapping; free memory (stop memory hogs, add RAM) first".to_string());
+        }
+        _ => {}
+    }
+    v
+}

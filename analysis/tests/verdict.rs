@@ -1,0 +1,514 @@
+//! Verdicts on synthetic sample streams built from declared rates (the field's cases).
+//! The same cases run end to end through real agents over generated /proc trees in
+//! tests/e2e; here the analysis alone is pinned down.
+
+use heapless::{String as HString, Vec as HVec};
+use nasprobe_analysis::{HostData, Instance, Options, TimedEvent, TimedSample, build};
+use nasprobe_proto::*;
+
+fn hs<const N: usize>(s: &str) -> HString<N> {
+    HString::try_from(s).unwrap()
+}
+
+#[derive(Clone)]
+struct Host {
+    name: &'static str,
+    cores: u16,
+    disks: Vec<(&'static str, bool)>, // (name, is_md)
+    nics: Vec<(&'static str, u32)>,   // (name, speed)
+    mem_total_kib: u64,
+}
+
+#[derive(Clone, Default)]
+struct Load {
+    /// (process, thread, pid, fraction of a core)
+    threads: Vec<(&'static str, &'static str, u32, f64)>,
+    /// Busy fraction of every core on top of the threads (background).
+    background: f64,
+    /// (disk index, util 0..1, MB/s written, await ms)
+    disks: Vec<(u16, f64, f64, f64)>,
+    /// (nic index, rx MB/s, tx MB/s)
+    nics: Vec<(u16, f64, f64)>,
+    swap_pages_ps: u32,
+    alloc_stalls_ps: u32,
+    avail_kib: u64,
+}
+
+fn hello(h: &Host) -> Hello {
+    let mut disks = HVec::new();
+    for (n, md) in &h.disks {
+        disks
+            .push(DiskInfo {
+                name: hs(n),
+                rotational: Some(!md),
+                size_sectors: 1 << 30,
+                is_md: *md,
+            })
+            .unwrap();
+    }
+    let mut nics = HVec::new();
+    for (n, _) in &h.nics {
+        nics.push(NicInfo {
+            name: hs(n),
+            mtu: 1500,
+            is_bond: false,
+            slaves: HVec::new(),
+            speed_override_mbit: None,
+            mac: hs(""),
+        })
+        .unwrap();
+    }
+    Hello {
+        protocol_version: 1,
+        agent_version: hs("test"),
+        instance_id: 1,
+        started_ms: 0,
+        now_ms: 0,
+        host_name: hs(h.name),
+        kernel_release: hs("6.1"),
+        arch: hs("x86_64"),
+        cpu_count: h.cores,
+        clock_ticks_per_sec: 100,
+        page_size: 4096,
+        boot_id: hs(""),
+        interval_ms: 1000,
+        oldest_seq: 1,
+        newest_seq: 1,
+        disks,
+        md_arrays: HVec::new(),
+        nics,
+        mounts: HVec::new(),
+    }
+}
+
+fn sample(h: &Host, l: &Load, t: usize) -> Sample {
+    let mut cpus: HVec<CpuTicks, MAX_CPUS> = HVec::new();
+    for c in 0..h.cores as usize {
+        // Threads migrate: thread k sits on core (k + t) % cores.
+        let mut busy = l.background;
+        for (k, th) in l.threads.iter().enumerate() {
+            if (k + t) % h.cores as usize == c {
+                busy += th.3;
+            }
+        }
+        let busy_ticks = (busy.min(1.0) * 100.0).round() as u32;
+        cpus.push(CpuTicks {
+            user: busy_ticks,
+            idle: 100 - busy_ticks,
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    let mut total = CpuTicks::default();
+    for c in &cpus {
+        total.user += c.user;
+        total.idle += c.idle;
+    }
+    let mut top: HVec<ProcSample, MAX_TOP_PROCS> = HVec::new();
+    for (p, th, pid, frac) in &l.threads {
+        let ticks = (frac * 100.0).round() as u32;
+        let _ = top.push(ProcSample {
+            pid: *pid,
+            comm: hs(p),
+            state: b'R',
+            threads: 2,
+            utime: ticks,
+            stime: 0,
+            run_delay_us: Some(1000),
+            hottest_thread: Some(ThreadSample {
+                tid: pid + 1,
+                comm: if th == p { None } else { Some(hs(th)) },
+                ticks,
+            }),
+            cmdline: None,
+        });
+    }
+    let mut disks = HVec::new();
+    for (d, util, mbs, aw) in &l.disks {
+        let writes = (mbs * 1e6 / 131072.0).max(1.0) as u32;
+        disks
+            .push(DiskSample {
+                disk: *d,
+                writes,
+                sectors_written: (mbs * 1e6 / 512.0) as u64,
+                write_ms: (writes as f64 * aw) as u32,
+                io_ms: (util * 1000.0) as u32,
+                weighted_ms: (writes as f64 * aw) as u32,
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let mut nics = HVec::new();
+    for (i, (_, speed)) in h.nics.iter().enumerate() {
+        let (rx, tx) = l
+            .nics
+            .iter()
+            .find(|n| n.0 as usize == i)
+            .map(|n| (n.1, n.2))
+            .unwrap_or((0.0, 0.0));
+        nics.push(NicSample {
+            nic: i as u16,
+            flags: flags::LINK_UP | flags::FULL_DUPLEX,
+            speed_mbit: *speed,
+            rx_bytes: (rx * 1e6) as u64,
+            tx_bytes: (tx * 1e6) as u64,
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    Sample {
+        interval_us: 1_000_000,
+        cpu_total: total,
+        cpus,
+        procs_running: 1,
+        procs_blocked: 0,
+        forks: 0,
+        context_switches: 100,
+        short_lived: 0,
+        top,
+        disks,
+        nics,
+        memory: Some(Memory {
+            total_kib: h.mem_total_kib,
+            free_kib: l.avail_kib / 2,
+            available_kib: l.avail_kib,
+            swap_total_kib: 1 << 20,
+            swap_free_kib: 1 << 19,
+            ..Default::default()
+        }),
+        vm: Some(VmActivity {
+            swap_in_pages: l.swap_pages_ps / 2,
+            swap_out_pages: l.swap_pages_ps / 2,
+            major_faults: l.swap_pages_ps / 4,
+            alloc_stalls: Some(l.alloc_stalls_ps),
+            direct_scanned: Some(0),
+        }),
+        tcp: Some(TcpActivity::default()),
+        mounts: HVec::new(),
+        agent: AgentSelf {
+            cpu_us: 150,
+            rss_kib: 1000,
+            clients: 1,
+        },
+    }
+}
+
+fn host_data(h: &Host, seconds: usize, load: impl Fn(usize) -> Load) -> HostData {
+    let t0 = 1_764_460_800_000u64;
+    HostData {
+        name: h.name.to_string(),
+        instances: vec![Instance {
+            id: 1,
+            hello: hello(h),
+        }],
+        samples: (0..seconds)
+            .map(|t| TimedSample {
+                time_ms: t0 + (t as u64 + 1) * 1000,
+                instance: 0,
+                seq: t as u64 + 2,
+                sample: sample(h, &load(t), t),
+            })
+            .collect(),
+        events: Vec::new(),
+        gaps: Vec::new(),
+    }
+}
+
+fn atom(name: &'static str) -> Host {
+    Host {
+        name,
+        cores: 4,
+        disks: vec![
+            ("sda", false),
+            ("sdb", false),
+            ("sdc", false),
+            ("sdd", false),
+            ("md2", true),
+        ],
+        nics: vec![("eth0", 1000), ("eth1", 1000)],
+        mem_total_kib: 2_034_000,
+    }
+}
+
+fn wd(name: &'static str) -> Host {
+    Host {
+        name,
+        cores: 2,
+        disks: vec![("sda", false), ("sdb", false), ("md1", true)],
+        nics: vec![("egiga0", 1000)],
+        mem_total_kib: 1_000_000,
+    }
+}
+
+fn json(hosts: &[HostData]) -> serde_json::Value {
+    serde_json::to_value(build(hosts, &Options::default())).unwrap()
+}
+
+#[test]
+fn synology_replication_destination_thread_is_the_wall() {
+    let src = host_data(&atom("src"), 300, |t| Load {
+        threads: vec![("btrfs", "btrfs", 900, 0.25)],
+        background: 0.05,
+        disks: (0..4)
+            .map(|d| (d, 0.13 + 0.05 * (d as f64), 24.0, 4.0))
+            .collect(),
+        nics: vec![(0, 1.0, 96.0 + (t % 5) as f64)],
+        avail_kib: 1_200_000,
+        ..Default::default()
+    });
+    let dst = host_data(&atom("dst"), 300, |t| Load {
+        threads: vec![
+            (
+                "synoreplicad",
+                "synoreplicad",
+                4242,
+                0.94 + 0.01 * (t % 4) as f64,
+            ),
+            ("btrfs", "btrfs", 4300, 0.18),
+        ],
+        background: 0.03,
+        disks: (0..4)
+            .map(|d| (d, 0.13 + 0.03 * (d as f64), 24.0, 5.0))
+            .collect(),
+        nics: vec![(0, 96.0 + (t % 5) as f64, 1.0)],
+        avail_kib: 600_000,
+        ..Default::default()
+    });
+    let r = json(&[src, dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "cpu_thread", "{b:#}");
+    assert_eq!(b["host"], "dst");
+    assert_eq!(b["process"], "synoreplicad");
+    let u = b["utilization"].as_f64().unwrap();
+    assert!((0.93..=0.98).contains(&u), "{u}");
+    let ev = b["evidence"].to_string();
+    assert!(ev.contains("headroom"), "{ev}");
+    assert!(b["would_not_help"].to_string().contains("link aggregation"));
+    assert_eq!(r["flow"]["from"], "src");
+    assert_eq!(r["flow"]["to"], "dst");
+    let sustained = r["flow"]["sustained_mb_s"].as_f64().unwrap();
+    assert!((96.0..=100.0).contains(&sustained), "{sustained}");
+    assert_eq!(r["flow"]["grade"], "excellent");
+    assert_eq!(r["hosts"][1]["samples"], 300);
+    assert!(r["gaps"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn wd_ssh_one_core_pinned_by_ssh() {
+    let src = host_data(&wd("src"), 120, |_| Load {
+        threads: vec![
+            ("sshd", "sshd", 700, 0.97),
+            ("wdmcserverd", "wdmcserverd", 300, 0.2),
+        ],
+        disks: vec![(0, 0.12, 22.0, 4.5), (1, 0.11, 22.0, 4.5)],
+        nics: vec![(0, 0.5, 23.0)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let dst = host_data(&wd("dst"), 120, |_| Load {
+        threads: vec![("ssh", "ssh", 800, 0.6)],
+        disks: vec![(0, 0.10, 22.0, 4.5)],
+        nics: vec![(0, 23.0, 0.5)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let r = json(&[src, dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "cpu_thread", "{b:#}");
+    assert_eq!(b["host"], "src");
+    assert_eq!(b["process"], "sshd");
+    assert_eq!(r["flow"]["grade"], "seriously_wrong");
+    assert!(
+        b["would_not_help"]
+            .to_string()
+            .contains("rsync daemon mode")
+    );
+}
+
+#[test]
+fn disk_bound_behind_md_is_judged_by_members() {
+    let dst = host_data(&atom("dst"), 120, |_| Load {
+        threads: vec![("smbd", "smbd", 500, 0.3)],
+        disks: vec![
+            (0, 0.98, 10.0, 80.0),
+            (1, 0.97, 10.0, 75.0),
+            (2, 0.96, 10.0, 70.0),
+            (3, 0.97, 10.0, 70.0),
+        ],
+        nics: vec![(0, 40.0, 0.5)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "disk", "{b:#}");
+    assert_eq!(b["device"], "sda");
+    assert!(
+        b["evidence"]
+            .to_string()
+            .contains("md arrays md2 judged by their members")
+    );
+}
+
+#[test]
+fn link_at_100_mbit_is_the_wall() {
+    let mut h = atom("dst");
+    h.nics = vec![("eth0", 100)];
+    let dst = host_data(&h, 60, |_| Load {
+        nics: vec![(0, 11.5, 0.2)],
+        disks: vec![(0, 0.05, 11.0, 3.0)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "nic", "{b:#}");
+    assert_eq!(b["device"], "eth0");
+    assert!(b["evidence"].to_string().contains("negotiated at 100 Mb/s"));
+    assert!(r["flow"]["grade"].is_null());
+}
+
+#[test]
+fn swap_storm_is_memory() {
+    let dst = host_data(&atom("dst"), 60, |_| Load {
+        threads: vec![("rsync", "rsync", 500, 0.2)],
+        disks: vec![(0, 0.9, 5.0, 200.0)],
+        nics: vec![(0, 3.0, 0.1)],
+        swap_pages_ps: 3000,
+        alloc_stalls_ps: 40,
+        avail_kib: 20_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    assert_eq!(
+        r["bottleneck"]["resource"], "memory",
+        "{:#}",
+        r["bottleneck"]
+    );
+}
+
+#[test]
+fn all_cores_busy_beats_one_thread() {
+    let dst = host_data(&atom("dst"), 60, |_| Load {
+        threads: vec![
+            ("par2", "par2", 100, 1.0),
+            ("par2", "par2", 101, 1.0),
+            ("par2", "par2", 102, 1.0),
+            ("par2", "par2", 103, 1.0),
+        ],
+        nics: vec![(0, 20.0, 0.1)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    assert_eq!(
+        r["bottleneck"]["resource"], "cpu_all",
+        "{:#}",
+        r["bottleneck"]
+    );
+}
+
+#[test]
+fn idle_pair_is_none_and_says_what_was_ruled_out() {
+    let idle = |n| {
+        host_data(&atom(n), 60, |_| Load {
+            background: 0.02,
+            avail_kib: 1_500_000,
+            ..Default::default()
+        })
+    };
+    let r = json(&[idle("src"), idle("dst")]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "none");
+    assert!(b["host"].is_null());
+    assert!(b["evidence"].to_string().contains("idle"));
+    assert!(r["flow"].is_null());
+}
+
+#[test]
+fn early_peak_is_told_apart_from_sustained() {
+    let dst = host_data(&atom("dst"), 120, |t| Load {
+        nics: vec![(0, if t < 10 { 62.0 } else { 40.0 }, 0.1)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    let f = &r["flow"];
+    assert!((f["peak_mb_s"].as_f64().unwrap() - 62.0).abs() < 0.5, "{f}");
+    assert!(
+        (f["sustained_mb_s"].as_f64().unwrap() - 40.0).abs() < 0.5,
+        "{f}"
+    );
+    assert_eq!(f["grade"], "misconfigured");
+}
+
+#[test]
+fn restarting_process_is_a_pattern_with_context() {
+    let mut src = host_data(&atom("src"), 600, |_| Load {
+        nics: vec![(0, 0.1, 50.0)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let t0 = src.samples[0].time_ms;
+    let proc_info = |pid: u32, token: u32| ProcessInfo {
+        pid,
+        ppid: 1,
+        comm: hs("btrfs"),
+        cmdline: hs(&format!("btrfs send -k {token} /volume1/@snap")),
+        start_ticks: pid as u64,
+    };
+    for k in 0..3u32 {
+        let died = t0 + 150_000 * (k as u64 + 1);
+        src.events.push(TimedEvent {
+            time_ms: died,
+            instance: 0,
+            seq: 0,
+            event: Event::ProcessExit(ProcessExit {
+                process: proc_info(1000 + k, 28399387 + k),
+                lifetime_ms: 150_000,
+                cpu_ticks: 3000,
+            }),
+        });
+        src.events.push(TimedEvent {
+            time_ms: died + 2000,
+            instance: 0,
+            seq: 0,
+            event: Event::ProcessStart(proc_info(1001 + k, 28399388 + k)),
+        });
+    }
+    let r = json(&[src]);
+    let p = &r["patterns"][0];
+    assert_eq!(p["process"], "btrfs", "{r:#}");
+    assert_eq!(p["restarts"], 3);
+    assert_eq!(p["every_s"], 150.0);
+    assert_eq!(p["new_arguments_each_time"], true);
+    assert_eq!(p["deaths"].as_array().unwrap().len(), 3);
+    let kinds: Vec<&str> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "process_exit").count(), 3);
+}
+
+#[test]
+fn text_report_leads_with_the_verdict() {
+    let dst = host_data(&wd("dst"), 60, |_| Load {
+        threads: vec![("sshd", "sshd", 700, 0.97)],
+        disks: vec![(0, 0.12, 22.0, 4.5)],
+        nics: vec![(0, 23.0, 0.5)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let r = build(&[dst], &Options::default());
+    let text = nasprobe_analysis::text::render(&r);
+    if std::env::var_os("NASPROBE_PRINT").is_some() {
+        println!("{text}");
+    }
+    let first = text.lines().find(|l| l.starts_with("Verdict")).unwrap();
+    assert!(
+        first.contains("dst") && first.contains("sshd") && first.contains("97%"),
+        "{first}"
+    );
+}
