@@ -48,6 +48,12 @@ pub struct Config {
     /// Report partitions as their own devices instead of folding them into their disk.
     pub partitions: bool,
     pub max_clients: usize,
+    /// A collector must finish the handshake (Auth, Resume) within this.
+    pub handshake_timeout_ms: u32,
+    /// A collector whose socket accepts nothing for this long while records wait is dropped.
+    pub stall_timeout_ms: u32,
+    /// SO_SNDBUF of collector sockets in bytes; 0 keeps the kernel's default.
+    pub client_sndbuf: usize,
     pub nice: i32,
     pub cpu: Option<usize>,
     /// Extra patterns masked in command lines (`--redact`), on top of the default list.
@@ -56,6 +62,9 @@ pub struct Config {
 
 /// Smallest sampling interval allowed (DESIGN.md).
 pub const MIN_INTERVAL_MS: u32 = 100;
+/// Smallest history ring allowed. Tests use tiny rings to see them wrap; below 65540 bytes
+/// (one maximal frame) a huge record could be refused by the ring (it is then logged, not sent).
+pub const MIN_HISTORY_BYTES: usize = 4096;
 /// Default history ring: hours of samples at 1 Hz.
 pub const DEFAULT_HISTORY_BYTES: usize = 4 * 1024 * 1024;
 /// Default token file (kept next to the binary by the init scripts, which pass their own).
@@ -82,6 +91,9 @@ impl Default for Config {
             event_min_lifetime_ms: 5000,
             partitions: false,
             max_clients: 4,
+            handshake_timeout_ms: 5000,
+            stall_timeout_ms: 15000,
+            client_sndbuf: 0,
             nice: 19,
             cpu: None,
             redact: Vec::new(),
@@ -116,6 +128,9 @@ FLAGS:
     --event-min-lifetime MS processes living this long get start/exit events [default: 5000]
     --partitions            report partitions on their own instead of folding them into the disk
     --max-clients N         concurrent collectors [default: 4]
+    --handshake-timeout MS  time a collector has to authenticate and resume [default: 5000]
+    --stall-timeout MS      drop a collector that reads nothing for this long [default: 15000]
+    --client-sndbuf BYTES   socket send buffer per collector [default: the kernel's]
     --nice N                scheduling niceness [default: 19]
     --cpu N                 pin the agent to CPU N
     --redact PATTERN        mask what follows PATTERN in command lines (repeatable; added to
@@ -158,8 +173,8 @@ where
             }
             Long("history-bytes") => {
                 cfg.history_bytes = parse_num(&mut parser, "--history-bytes")?;
-                if cfg.history_bytes < 64 * 1024 {
-                    return Err("--history-bytes: at least 65536".into());
+                if cfg.history_bytes < MIN_HISTORY_BYTES {
+                    return Err(format!("--history-bytes: at least {MIN_HISTORY_BYTES}"));
                 }
             }
             Long("name") => cfg.name = Some(string(&mut parser)?),
@@ -201,7 +216,21 @@ where
                 cfg.event_min_lifetime_ms = parse_num(&mut parser, "--event-min-lifetime")?
             }
             Long("partitions") => cfg.partitions = true,
-            Long("max-clients") => cfg.max_clients = parse_num(&mut parser, "--max-clients")?,
+            Long("max-clients") => {
+                cfg.max_clients = parse_num(&mut parser, "--max-clients")?;
+                if cfg.max_clients == 0 {
+                    return Err("--max-clients: at least 1".into());
+                }
+            }
+            Long("handshake-timeout") => {
+                cfg.handshake_timeout_ms = parse_num(&mut parser, "--handshake-timeout")?;
+                cfg.handshake_timeout_ms = cfg.handshake_timeout_ms.max(100);
+            }
+            Long("stall-timeout") => {
+                cfg.stall_timeout_ms = parse_num(&mut parser, "--stall-timeout")?;
+                cfg.stall_timeout_ms = cfg.stall_timeout_ms.max(100);
+            }
+            Long("client-sndbuf") => cfg.client_sndbuf = parse_num(&mut parser, "--client-sndbuf")?,
             Long("nice") => {
                 let v = string(&mut parser)?;
                 cfg.nice = v

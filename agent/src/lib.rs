@@ -2,5 +2,9 @@
 //! through `--proc-root`/`--sys-root`, and the single-threaded server with its history ring.
 
 pub mod config;
+pub mod daemon;
 pub mod parse;
+pub mod ring;
 pub mod sampler;
+pub mod server;
+pub mod token;

@@ -1,6 +1,48 @@
 //! `nasprobe-agent`: parses the flags and runs the server or the `sample` command.
 
-use nasprobe_agent::config::{self, Command};
+use nasprobe_agent::config::{self, Command, Config};
+use nasprobe_agent::{daemon, server, token};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static LOGS_TO_FILE: AtomicBool = AtomicBool::new(false);
+
+fn cfg_logs_to_file() -> bool {
+    LOGS_TO_FILE.load(Ordering::Relaxed)
+}
+
+/// The server path: logging, token, signals, priority, listen, pidfile, then the poll loop.
+fn serve(cfg: Config) -> Result<(), String> {
+    if let Err(e) = daemon::init_logging(cfg.log_file.as_deref()) {
+        eprintln!("nasprobe-agent: {e}");
+        return Err(e);
+    }
+    LOGS_TO_FILE.store(cfg.log_file.is_some(), Ordering::Relaxed);
+    let token = token::load_or_create(&cfg.token_file)?;
+    let signals = daemon::Signals::install()?;
+    daemon::set_nice(cfg.nice);
+    if let Some(cpu) = cfg.cpu {
+        daemon::set_cpu(cpu)?;
+    }
+    let listener = std::net::TcpListener::bind(cfg.listen)
+        .map_err(|e| format!("listen on {}: {e}", cfg.listen))?;
+    let _pidfile = match &cfg.pidfile {
+        Some(p) => Some(daemon::Pidfile::create(p)?),
+        None => None,
+    };
+    let history = cfg.history_bytes;
+    let interval = cfg.interval_ms;
+    let mut srv = server::Server::new(cfg, token, listener).map_err(|e| format!("start: {e}"))?;
+    let addr = srv.local_addr().map_err(|e| format!("listen: {e}"))?;
+    log::info!(
+        "nasprobe-agent {} listening on {addr} (instance {:016x}, interval {interval} ms, \
+         history {history} bytes, pid {})",
+        env!("CARGO_PKG_VERSION"),
+        srv.instance_id(),
+        std::process::id()
+    );
+    srv.run(&signals).map_err(|e| format!("poll loop: {e}"))?;
+    Ok(())
+}
 
 /// Exit codes, fixed so init scripts and tests can rely on them.
 mod exit {
@@ -26,10 +68,21 @@ fn main() {
             println!("nasprobe-agent {}", env!("CARGO_PKG_VERSION"));
             exit::OK
         }
-        Command::Sample { .. } | Command::Serve => {
+        Command::Sample { .. } => {
             eprintln!("nasprobe-agent: not implemented yet");
             exit::FAILURE
         }
+        Command::Serve => match serve(cfg) {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                log::error!("{e}");
+                // Also on stderr when logging goes to a file, so an init script shows it.
+                if log::max_level() == log::LevelFilter::Off || cfg_logs_to_file() {
+                    eprintln!("nasprobe-agent: {e}");
+                }
+                exit::FAILURE
+            }
+        },
     };
     std::process::exit(code);
 }

@@ -1,0 +1,1027 @@
+//! The agent's server: one thread, one `poll` loop over the signal pipe, the listening socket,
+//! the connected collectors and the sampling deadline.
+//!
+//! - Sampling runs on CLOCK_MONOTONIC deadlines (`std::time::Instant`): the next deadline is the
+//!   previous one plus the interval; missed ticks are skipped, never burst. A late wake-up is
+//!   harmless: the measured interval travels with the sample.
+//! - Every sample and event is encoded once into a wire frame and pushed into the [`Ring`]; a
+//!   client is a cursor into the ring plus one small partial-write buffer. A client the ring
+//!   overtakes, or whose socket accepts nothing for `--stall-timeout`, is dropped (it resumes
+//!   later). Nothing a client does grows the agent's memory or delays sampling.
+//! - The conversation is the one of `docs/protocol.md`.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame};
+use nasprobe_proto::{
+    AgentSelf, AgentStart, AuthOk, Challenge, CpuTicks, Event, Gone, Hello, KeepAlive, Message,
+    PROTOCOL_VERSION, Record, RecordBody, Refused, Sample, auth, encode_frame,
+};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+use crate::config::Config;
+use crate::daemon::Signals;
+use crate::ring::Ring;
+use crate::sampler::Sampler;
+
+/// Send a `KeepAlive` after this long without sending anything.
+pub const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
+/// Failed authentications from one address within [`AUTH_FAIL_WINDOW`] before it is blocked.
+pub const AUTH_FAIL_LIMIT: u32 = 3;
+pub const AUTH_FAIL_WINDOW: Duration = Duration::from_secs(60);
+/// How long a blocked address is refused.
+pub const AUTH_BLOCK_FOR: Duration = Duration::from_secs(60);
+/// Addresses the rate limiter remembers (the oldest entry is forgotten first).
+const LIMITER_SLOTS: usize = 16;
+/// Largest frame the agent ever sends (prefix included).
+const MAX_OUT_FRAME: usize = LEN_PREFIX + MAX_FRAME_LEN;
+/// Per-client partial-write buffer: control frames and the tail of a half-sent record.
+const OUT_CAP: usize = 2 * MAX_OUT_FRAME;
+const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN;
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Copies as much of `s` as fits (on a char boundary) into a heapless string.
+pub fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
+    let mut out = heapless::String::new();
+    for c in s.chars() {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+fn refused(reason: &str) -> Message {
+    Message::Refused(Refused {
+        reason: short_str(reason),
+    })
+}
+
+fn empty_sample() -> Sample {
+    Sample {
+        interval_us: 0,
+        cpu_total: CpuTicks::default(),
+        cpus: heapless::Vec::new(),
+        procs_running: 0,
+        procs_blocked: 0,
+        forks: 0,
+        context_switches: 0,
+        short_lived: 0,
+        top: heapless::Vec::new(),
+        disks: heapless::Vec::new(),
+        nics: heapless::Vec::new(),
+        memory: None,
+        vm: None,
+        tcp: None,
+        mounts: heapless::Vec::new(),
+        agent: AgentSelf::default(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limiting of failed authentications
+
+#[derive(Clone, Copy)]
+struct FailEntry {
+    ip: IpAddr,
+    window_start: Instant,
+    failures: u32,
+    blocked_until: Option<Instant>,
+    /// Refusals while blocked since the block started (logged once, counted at the end).
+    refused: u32,
+}
+
+/// Remembers failed authentications per address in a fixed table.
+pub struct AuthLimiter {
+    slots: [Option<FailEntry>; LIMITER_SLOTS],
+}
+
+impl Default for AuthLimiter {
+    fn default() -> Self {
+        AuthLimiter {
+            slots: [None; LIMITER_SLOTS],
+        }
+    }
+}
+
+impl AuthLimiter {
+    /// `Some(remaining)` while `ip` is blocked.
+    pub fn blocked(&mut self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let e = self.slots.iter_mut().flatten().find(|e| e.ip == ip)?;
+        match e.blocked_until {
+            Some(until) if until > now => {
+                e.refused += 1;
+                Some(until - now)
+            }
+            Some(_) => {
+                if e.refused > 0 {
+                    log::info!(
+                        "{ip}: block lifted ({} connections were refused meanwhile)",
+                        e.refused
+                    );
+                }
+                e.blocked_until = None;
+                e.failures = 0;
+                e.refused = 0;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Records a failure; returns true when it makes `ip` blocked.
+    pub fn fail(&mut self, ip: IpAddr, now: Instant) -> bool {
+        let idx = match self
+            .slots
+            .iter()
+            .position(|e| e.is_some_and(|e| e.ip == ip))
+        {
+            Some(i) => i,
+            None => {
+                // A free slot, else forget the entry with the oldest window.
+                let i = self
+                    .slots
+                    .iter()
+                    .position(|e| e.is_none())
+                    .unwrap_or_else(|| {
+                        (0..LIMITER_SLOTS)
+                            .min_by_key(|&i| self.slots[i].map(|e| e.window_start))
+                            .unwrap_or(0)
+                    });
+                self.slots[i] = Some(FailEntry {
+                    ip,
+                    window_start: now,
+                    failures: 0,
+                    blocked_until: None,
+                    refused: 0,
+                });
+                i
+            }
+        };
+        let Some(e) = self.slots[idx].as_mut() else {
+            return false;
+        };
+        if now.duration_since(e.window_start) > AUTH_FAIL_WINDOW {
+            e.window_start = now;
+            e.failures = 0;
+        }
+        e.failures += 1;
+        if e.failures >= AUTH_FAIL_LIMIT && e.blocked_until.is_none() {
+            e.blocked_until = Some(now + AUTH_BLOCK_FOR);
+            return true;
+        }
+        false
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Challenge sent, waiting for `Auth`.
+    AwaitAuth,
+    /// `AuthOk` + `Hello` sent, waiting for `Resume`.
+    AwaitResume,
+    /// Replaying from the ring, then live.
+    Streaming,
+}
+
+struct Client {
+    stream: TcpStream,
+    peer: SocketAddr,
+    phase: Phase,
+    agent_nonce: [u8; 32],
+    /// Handshake deadline (until `Resume` has arrived).
+    deadline: Instant,
+    inbuf: [u8; IN_CAP],
+    in_len: usize,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// Next record to send.
+    next_seq: u64,
+    /// Its offset in the ring, once known (`None` while it is not written yet).
+    next_off: Option<usize>,
+    last_send: Instant,
+    /// Last time the socket accepted bytes or there was nothing to send.
+    last_progress: Instant,
+    records_sent: u64,
+}
+
+impl Client {
+    fn pending(&self, ring: &Ring) -> bool {
+        self.out_pos < self.out.len()
+            || (self.phase == Phase::Streaming && self.next_seq < ring.next_seq())
+    }
+
+    /// Queues one control frame. Fails (the client is dropped) only if the partial-write buffer
+    /// cannot take it, which needs a client that reads nothing.
+    fn queue(&mut self, msg: &Message, scratch: &mut [u8]) -> Result<(), String> {
+        let n = encode_frame(msg, scratch).map_err(|e| format!("encoding a reply: {e}"))?;
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        if self.out.len() + n > OUT_CAP {
+            return Err("send buffer full".into());
+        }
+        self.out.extend_from_slice(&scratch[..n]);
+        Ok(())
+    }
+
+    /// Writes what is pending: the partial-write buffer first, then whole runs of ring frames.
+    /// `Err` means drop the client.
+    fn flush(&mut self, ring: &Ring, now: Instant) -> Result<(), String> {
+        loop {
+            if self.out_pos < self.out.len() {
+                match self.stream.write(&self.out[self.out_pos..]) {
+                    Ok(0) => return Err("connection closed while sending".into()),
+                    Ok(n) => {
+                        self.out_pos += n;
+                        self.last_send = now;
+                        self.last_progress = now;
+                        if self.out_pos == self.out.len() {
+                            self.out.clear();
+                            self.out_pos = 0;
+                        }
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("send failed: {e}")),
+                }
+            }
+            if self.phase != Phase::Streaming || self.next_seq >= ring.next_seq() {
+                self.last_progress = now;
+                return Ok(());
+            }
+            if !ring.holds(self.next_seq) {
+                return Err(format!(
+                    "fell behind: record {} was overwritten before it could be sent \
+                     (ring holds {}..); it will resume",
+                    self.next_seq,
+                    ring.oldest_seq()
+                ));
+            }
+            let off = match self.next_off {
+                Some(o) => o,
+                None => ring.find(self.next_seq).unwrap_or(0),
+            };
+            let run = ring.run_from(off);
+            let n = match self.stream.write(run) {
+                Ok(0) => return Err("connection closed while sending".into()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.next_off = Some(off);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("send failed: {e}")),
+            };
+            self.last_send = now;
+            self.last_progress = now;
+            // Step over the frames written; a frame written in part leaves its tail in `out`.
+            let mut at = 0usize;
+            let mut o = off;
+            while at < n {
+                let flen = ring.frame_at(o).len();
+                if at + flen > n {
+                    self.out.clear();
+                    self.out.extend_from_slice(&run[n..at + flen]);
+                    self.out_pos = 0;
+                }
+                at += flen;
+                self.next_seq += 1;
+                self.records_sent += 1;
+                if self.next_seq < ring.next_seq() {
+                    o = ring.next_off(o);
+                }
+            }
+            self.next_off = (self.next_seq < ring.next_seq()).then_some(o);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/// Timeouts and limits of the server (from the flags).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_clients: usize,
+    pub handshake_timeout: Duration,
+    pub stall_timeout: Duration,
+    /// SO_SNDBUF of client sockets; 0 leaves the kernel's default.
+    pub client_sndbuf: usize,
+}
+
+impl Limits {
+    pub fn from_config(cfg: &Config) -> Limits {
+        Limits {
+            max_clients: cfg.max_clients,
+            handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms as u64),
+            stall_timeout: Duration::from_millis(cfg.stall_timeout_ms as u64),
+            client_sndbuf: cfg.client_sndbuf,
+        }
+    }
+}
+
+pub struct Server {
+    cfg: Config,
+    limits: Limits,
+    token: Vec<u8>,
+    listener: TcpListener,
+    ring: Ring,
+    sampler: Sampler,
+    clients: Vec<Option<Client>>,
+    scratch: Box<[u8]>,
+    /// The sample being built: a `Record` message allocated once.
+    sample_msg: Box<Message>,
+    limiter: AuthLimiter,
+    instance_id: u64,
+    started_ms: u64,
+    interval: Duration,
+    next_tick: Instant,
+    last_sample_at: Option<Instant>,
+    samples: u64,
+    skipped_ticks: u64,
+}
+
+/// Why `run` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Signal(i32),
+}
+
+impl Server {
+    /// Sets up the ring, the sampler and the first records (`AgentStart`, then whatever the
+    /// sampler's priming emits). `listener` must already be bound.
+    pub fn new(cfg: Config, token: Vec<u8>, listener: TcpListener) -> io::Result<Server> {
+        listener.set_nonblocking(true)?;
+        let mut id = [0u8; 8];
+        crate::token::random_bytes(&mut id)?;
+        let instance_id = u64::from_le_bytes(id).max(1);
+        let limits = Limits::from_config(&cfg);
+        let interval = Duration::from_millis(cfg.interval_ms as u64);
+        let sampler = Sampler::new(&cfg);
+        let mut s = Server {
+            ring: Ring::new(cfg.history_bytes),
+            clients: (0..limits.max_clients).map(|_| None).collect(),
+            scratch: vec![0u8; MAX_OUT_FRAME].into_boxed_slice(),
+            sample_msg: Box::new(Message::Record(Record {
+                seq: 0,
+                time_ms: 0,
+                body: RecordBody::Sample(empty_sample()),
+            })),
+            limiter: AuthLimiter::default(),
+            instance_id,
+            started_ms: wall_ms(),
+            interval,
+            next_tick: Instant::now() + interval,
+            last_sample_at: None,
+            samples: 0,
+            skipped_ticks: 0,
+            cfg,
+            limits,
+            token,
+            listener,
+            sampler,
+        };
+        let start = Event::AgentStart(AgentStart {
+            agent_version: short_str(env!("CARGO_PKG_VERSION")),
+            instance_id,
+            interval_ms: s.cfg.interval_ms,
+        });
+        push_event(&mut s.ring, &mut s.scratch, &mut s.clients, start);
+        s.take_sample(Instant::now());
+        Ok(s)
+    }
+
+    pub fn instance_id(&self) -> u64 {
+        self.instance_id
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Runs until SIGTERM/SIGINT/SIGHUP.
+    pub fn run(&mut self, signals: &Signals) -> io::Result<Exit> {
+        let mut ready_clients: Vec<(usize, PollFlags)> = Vec::with_capacity(self.clients.len());
+        loop {
+            let now = Instant::now();
+            let timeout = self.poll_timeout(now);
+            let (sig_ready, listener_ready) = {
+                let mut fds: Vec<PollFd> = Vec::with_capacity(2 + self.clients.len());
+                let mut slots: Vec<usize> = Vec::with_capacity(self.clients.len());
+                fds.push(PollFd::new(signals.fd(), PollFlags::POLLIN));
+                fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+                for (i, c) in self.clients.iter().enumerate() {
+                    if let Some(c) = c {
+                        let mut ev = PollFlags::POLLIN;
+                        if c.pending(&self.ring) {
+                            ev |= PollFlags::POLLOUT;
+                        }
+                        fds.push(PollFd::new(c.stream.as_fd(), ev));
+                        slots.push(i);
+                    }
+                }
+                match poll(&mut fds, timeout) {
+                    Ok(_) => {}
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                let rev = |f: &PollFd| f.revents().unwrap_or(PollFlags::empty());
+                ready_clients.clear();
+                for (k, &slot) in slots.iter().enumerate() {
+                    let r = rev(&fds[2 + k]);
+                    if !r.is_empty() {
+                        ready_clients.push((slot, r));
+                    }
+                }
+                (!rev(&fds[0]).is_empty(), !rev(&fds[1]).is_empty())
+            };
+            if sig_ready && let Some(sig) = signals.take() {
+                self.shutdown(sig);
+                return Ok(Exit::Signal(sig));
+            }
+            let now = Instant::now();
+            if now >= self.next_tick {
+                self.tick(now);
+            }
+            for &(slot, r) in &ready_clients {
+                self.service(slot, r, now);
+            }
+            if listener_ready {
+                self.accept_all(now);
+            }
+            self.check_timers(now);
+        }
+    }
+
+    fn poll_timeout(&self, now: Instant) -> PollTimeout {
+        let mut until = self.next_tick;
+        for c in self.clients.iter().flatten() {
+            if c.phase != Phase::Streaming {
+                until = until.min(c.deadline);
+            } else if c.pending(&self.ring) {
+                until = until.min(c.last_progress + self.limits.stall_timeout);
+            } else {
+                until = until.min(c.last_send + KEEPALIVE_AFTER);
+            }
+        }
+        let d = until.saturating_duration_since(now);
+        // Round up so that we never wake just before a deadline and spin.
+        let ms = d.as_micros().div_ceil(1000).min(60_000) as u16;
+        PollTimeout::from(ms)
+    }
+
+    fn shutdown(&mut self, sig: i32) {
+        let n = self.clients.iter().flatten().count();
+        log::info!(
+            "signal {sig}: exiting ({} samples taken, {} ticks skipped, {n} clients closed)",
+            self.samples,
+            self.skipped_ticks
+        );
+        for slot in self.clients.iter_mut() {
+            if let Some(mut c) = slot.take()
+                && c.out_pos == c.out.len()
+                && c.queue(&refused("agent stopping"), &mut self.scratch)
+                    .is_ok()
+            {
+                let _ = c.stream.write(&c.out[c.out_pos..]);
+            }
+        }
+    }
+
+    /// Sampling tick: take a sample, schedule the next deadline (skipping missed ones) and send.
+    fn tick(&mut self, now: Instant) {
+        self.next_tick += self.interval;
+        if self.next_tick <= now {
+            let behind = now.duration_since(self.next_tick);
+            let skip = (behind.as_nanos() / self.interval.as_nanos()) as u64 + 1;
+            self.next_tick += self.interval * skip as u32;
+            self.skipped_ticks += skip;
+            log::debug!("woke {behind:?} late: skipped {skip} ticks");
+        }
+        self.take_sample(now);
+        self.flush_streaming(now);
+    }
+
+    fn take_sample(&mut self, now: Instant) {
+        let Server {
+            sampler,
+            sample_msg,
+            ring,
+            scratch,
+            clients,
+            ..
+        } = self;
+        let Message::Record(rec) = &mut **sample_msg else {
+            return;
+        };
+        let RecordBody::Sample(sample) = &mut rec.body else {
+            return;
+        };
+        sample.interval_us = 0;
+        let ok = sampler.sample(sample, &mut |ev| push_event(ring, scratch, clients, ev));
+        let prev = self.last_sample_at.replace(now);
+        if !ok {
+            return;
+        }
+        if sample.interval_us == 0
+            && let Some(p) = prev
+        {
+            sample.interval_us = now.duration_since(p).as_micros().min(u32::MAX as u128) as u32;
+        }
+        sample.agent.clients = self.clients.iter().flatten().count().min(255) as u8;
+        rec.seq = self.ring.next_seq();
+        rec.time_ms = wall_ms();
+        match encode_frame(&self.sample_msg, &mut self.scratch) {
+            Ok(n) => {
+                push_frame(&mut self.ring, &self.scratch[..n], &mut self.clients);
+                self.samples += 1;
+            }
+            Err(e) => log::error!("sample not recorded: {e}"),
+        }
+    }
+
+    fn flush_streaming(&mut self, now: Instant) {
+        for slot in 0..self.clients.len() {
+            let Some(c) = self.clients[slot].as_mut() else {
+                continue;
+            };
+            if c.phase != Phase::Streaming {
+                continue;
+            }
+            if let Err(reason) = c.flush(&self.ring, now) {
+                self.drop_client(slot, &reason, log::Level::Warn);
+            }
+        }
+    }
+
+    fn drop_client(&mut self, slot: usize, reason: &str, level: log::Level) {
+        if let Some(c) = self.clients[slot].take() {
+            log::log!(
+                level,
+                "client {}: closed: {reason} ({} records sent)",
+                c.peer,
+                c.records_sent
+            );
+        }
+    }
+
+    fn accept_all(&mut self, now: Instant) {
+        loop {
+            let (stream, peer) = match self.listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // EMFILE, ENOBUFS, ECONNABORTED...: log and try again on the next wake-up.
+                    log::warn!("accept failed: {e}");
+                    return;
+                }
+            };
+            if let Err(e) = stream.set_nonblocking(true) {
+                log::warn!("client {peer}: closed: set_nonblocking: {e}");
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            if let Some(left) = self.limiter.blocked(peer.ip(), now) {
+                self.refuse_now(
+                    stream,
+                    peer,
+                    &format!(
+                        "too many failed authentications from this address; retry in {} s",
+                        left.as_secs() + 1
+                    ),
+                    log::Level::Debug,
+                );
+                continue;
+            }
+            let Some(slot) = self.clients.iter().position(|c| c.is_none()) else {
+                let reason = format!(
+                    "too many clients (at most {}, see --max-clients)",
+                    self.limits.max_clients
+                );
+                self.refuse_now(stream, peer, &reason, log::Level::Warn);
+                continue;
+            };
+            if self.limits.client_sndbuf > 0 {
+                let _ = nix::sys::socket::setsockopt(
+                    &stream,
+                    nix::sys::socket::sockopt::SndBuf,
+                    &self.limits.client_sndbuf,
+                );
+            }
+            let mut nonce = [0u8; 32];
+            if let Err(e) = crate::token::random_bytes(&mut nonce) {
+                log::error!("client {peer}: closed: /dev/urandom: {e}");
+                continue;
+            }
+            let mut c = Client {
+                stream,
+                peer,
+                phase: Phase::AwaitAuth,
+                agent_nonce: nonce,
+                deadline: now + self.limits.handshake_timeout,
+                inbuf: [0u8; IN_CAP],
+                in_len: 0,
+                out: Vec::with_capacity(OUT_CAP),
+                out_pos: 0,
+                next_seq: 0,
+                next_off: None,
+                last_send: now,
+                last_progress: now,
+                records_sent: 0,
+            };
+            log::debug!("client {peer}: connected");
+            let challenge = Message::Challenge(Challenge { agent_nonce: nonce });
+            let r = c
+                .queue(&challenge, &mut self.scratch)
+                .and_then(|_| c.flush(&self.ring, now));
+            self.clients[slot] = Some(c);
+            if let Err(reason) = r {
+                self.drop_client(slot, &reason, log::Level::Info);
+            }
+        }
+    }
+
+    /// Sends `Refused` on a fresh socket (best effort: it fits in any socket buffer) and closes.
+    fn refuse_now(
+        &mut self,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        reason: &str,
+        lvl: log::Level,
+    ) {
+        log::log!(lvl, "client {peer}: refused: {reason}");
+        if let Ok(n) = encode_frame(&refused(reason), &mut self.scratch) {
+            let _ = stream.write(&self.scratch[..n]);
+        }
+    }
+
+    /// Handles readiness of one client.
+    fn service(&mut self, slot: usize, revents: PollFlags, now: Instant) {
+        if revents.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+            && let Err((reason, level)) = self.read_client(slot, now)
+        {
+            self.drop_client(slot, &reason, level);
+            return;
+        }
+        if let Some(c) = self.clients[slot].as_mut()
+            && (revents.contains(PollFlags::POLLOUT) || c.pending(&self.ring))
+            && let Err(reason) = c.flush(&self.ring, now)
+        {
+            self.drop_client(slot, &reason, log::Level::Warn);
+        }
+    }
+
+    /// Reads what the client sent and acts on every whole frame.
+    fn read_client(&mut self, slot: usize, now: Instant) -> Result<(), (String, log::Level)> {
+        loop {
+            let Some(c) = self.clients[slot].as_mut() else {
+                return Ok(());
+            };
+            if c.in_len == IN_CAP {
+                // Cannot happen: a whole frame fits and is consumed below; be safe anyway.
+                return Err(("input buffer full".into(), log::Level::Warn));
+            }
+            let n = match c.stream.read(&mut c.inbuf[c.in_len..]) {
+                Ok(0) => {
+                    return Err((
+                        "connection closed by the collector".into(),
+                        log::Level::Info,
+                    ));
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err((format!("receive failed: {e}"), log::Level::Info)),
+            };
+            c.in_len += n;
+            loop {
+                let Some(c) = self.clients[slot].as_mut() else {
+                    return Ok(());
+                };
+                let (msg, used) = match decode_frame(&c.inbuf[..c.in_len], MAX_CLIENT_FRAME_LEN) {
+                    Ok(Some(x)) => x,
+                    Ok(None) => break,
+                    Err(e) => {
+                        let reason = format!("bad frame: {e}");
+                        self.refuse_and_drop(slot, &reason);
+                        return Ok(());
+                    }
+                };
+                c.inbuf.copy_within(used..c.in_len, 0);
+                c.in_len -= used;
+                self.on_message(slot, msg, now);
+            }
+        }
+    }
+
+    /// Queues `Refused { reason }`, tries to send it, and drops the client (logged).
+    fn refuse_and_drop(&mut self, slot: usize, reason: &str) {
+        if let Some(c) = self.clients[slot].as_mut()
+            && c.queue(&refused(reason), &mut self.scratch).is_ok()
+        {
+            let _ = c.flush(&self.ring, Instant::now());
+        }
+        self.drop_client(slot, reason, log::Level::Warn);
+    }
+
+    fn on_message(&mut self, slot: usize, msg: Message, now: Instant) {
+        let Some(c) = self.clients[slot].as_mut() else {
+            return;
+        };
+        match (c.phase, msg) {
+            (Phase::AwaitAuth, Message::Auth(a)) => {
+                let expect = auth::client_proof(&self.token, &c.agent_nonce, &a.client_nonce);
+                if !auth::proofs_equal(&expect, &a.mac) {
+                    let ip = c.peer.ip();
+                    if self.limiter.fail(ip, now) {
+                        log::warn!(
+                            "{ip}: {AUTH_FAIL_LIMIT} failed authentications within {} s: \
+                             refusing it for {} s",
+                            AUTH_FAIL_WINDOW.as_secs(),
+                            AUTH_BLOCK_FOR.as_secs()
+                        );
+                    }
+                    self.refuse_and_drop(slot, "authentication failed (wrong token?)");
+                    return;
+                }
+                let ok = Message::AuthOk(AuthOk {
+                    mac: auth::agent_proof(&self.token, &c.agent_nonce, &a.client_nonce),
+                });
+                let hello = Message::Hello(self.hello());
+                let Some(c) = self.clients[slot].as_mut() else {
+                    return;
+                };
+                c.phase = Phase::AwaitResume;
+                let r = c
+                    .queue(&ok, &mut self.scratch)
+                    .and_then(|_| c.queue(&hello, &mut self.scratch))
+                    .and_then(|_| c.flush(&self.ring, now));
+                if let Err(reason) = r {
+                    self.drop_client(slot, &reason, log::Level::Warn);
+                }
+            }
+            (Phase::AwaitResume, Message::Resume(r)) => {
+                let ring = &self.ring;
+                let oldest = ring.oldest_seq();
+                let next = ring.next_seq();
+                let (start, gone) = if r.instance_id == self.instance_id {
+                    let want = r.after_seq.saturating_add(1);
+                    if want < oldest {
+                        (oldest, Some((want, oldest - 1)))
+                    } else {
+                        (want.min(next), None)
+                    }
+                } else {
+                    (oldest, (oldest > 1).then_some((1, oldest - 1)))
+                };
+                c.phase = Phase::Streaming;
+                c.next_seq = start;
+                c.next_off = ring.find(start);
+                log::info!(
+                    "client {}: authenticated; resuming at {start} (instance {}, ring {}..{})",
+                    c.peer,
+                    if r.instance_id == self.instance_id {
+                        "same"
+                    } else {
+                        "new"
+                    },
+                    oldest,
+                    next.saturating_sub(1)
+                );
+                let mut res = Ok(());
+                if let Some((from_seq, to_seq)) = gone {
+                    let g = Message::Gone(Gone {
+                        instance_id: self.instance_id,
+                        from_seq,
+                        to_seq,
+                    });
+                    res = c.queue(&g, &mut self.scratch);
+                }
+                let res = res.and_then(|_| c.flush(&self.ring, now));
+                if let Err(reason) = res {
+                    self.drop_client(slot, &reason, log::Level::Warn);
+                }
+            }
+            (Phase::AwaitResume | Phase::Streaming, Message::KeepAlive(_)) => {}
+            (phase, other) => {
+                let reason = format!("unexpected {} in {phase:?}", msg_name(&other));
+                self.refuse_and_drop(slot, &reason);
+            }
+        }
+    }
+
+    fn hello(&self) -> Hello {
+        let (oldest_seq, newest_seq) = self.ring.seq_range();
+        let mut h = Hello {
+            protocol_version: PROTOCOL_VERSION,
+            agent_version: short_str(env!("CARGO_PKG_VERSION")),
+            instance_id: self.instance_id,
+            started_ms: self.started_ms,
+            now_ms: wall_ms(),
+            host_name: heapless::String::new(),
+            kernel_release: heapless::String::new(),
+            arch: heapless::String::new(),
+            cpu_count: 0,
+            clock_ticks_per_sec: 100,
+            page_size: 4096,
+            boot_id: heapless::String::new(),
+            interval_ms: self.cfg.interval_ms,
+            oldest_seq,
+            newest_seq,
+            disks: heapless::Vec::new(),
+            md_arrays: heapless::Vec::new(),
+            nics: heapless::Vec::new(),
+            mounts: heapless::Vec::new(),
+        };
+        // SAFETY: uname fills a plain C struct of NUL-terminated arrays.
+        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+        if unsafe { libc::uname(&mut u) } == 0 {
+            let field = |f: &[libc::c_char]| {
+                let bytes: Vec<u8> = f
+                    .iter()
+                    .take_while(|&&c| c != 0)
+                    .map(|&c| c as u8)
+                    .collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            };
+            h.host_name = short_str(&field(&u.nodename));
+            h.kernel_release = short_str(&field(&u.release));
+            h.arch = short_str(&field(&u.machine));
+        }
+        // SAFETY: sysconf has no preconditions.
+        unsafe {
+            let n = libc::sysconf(libc::_SC_NPROCESSORS_CONF);
+            if n > 0 {
+                h.cpu_count = n.min(u16::MAX as libc::c_long) as u16;
+            }
+            let t = libc::sysconf(libc::_SC_CLK_TCK);
+            if t > 0 {
+                h.clock_ticks_per_sec = t as u32;
+            }
+            let p = libc::sysconf(libc::_SC_PAGESIZE);
+            if p > 0 {
+                h.page_size = p as u32;
+            }
+        }
+        self.sampler.fill_hello(&mut h);
+        if let Some(name) = &self.cfg.name {
+            h.host_name = short_str(name);
+        }
+        // The server owns these whatever the sampler wrote.
+        h.protocol_version = PROTOCOL_VERSION;
+        h.instance_id = self.instance_id;
+        h.started_ms = self.started_ms;
+        h.interval_ms = self.cfg.interval_ms;
+        h.oldest_seq = oldest_seq;
+        h.newest_seq = newest_seq;
+        h
+    }
+
+    /// Handshake deadlines, stalled senders and keep-alives.
+    fn check_timers(&mut self, now: Instant) {
+        for slot in 0..self.clients.len() {
+            let Some(c) = self.clients[slot].as_mut() else {
+                continue;
+            };
+            if c.phase != Phase::Streaming {
+                if now >= c.deadline {
+                    let reason = format!(
+                        "handshake not completed within {} ms",
+                        self.limits.handshake_timeout.as_millis()
+                    );
+                    self.refuse_and_drop(slot, &reason);
+                }
+                continue;
+            }
+            if c.pending(&self.ring) {
+                if now.duration_since(c.last_progress) >= self.limits.stall_timeout {
+                    let reason = format!(
+                        "not reading: nothing could be sent for {} ms (record {} waiting); it \
+                         will resume",
+                        self.limits.stall_timeout.as_millis(),
+                        c.next_seq
+                    );
+                    self.drop_client(slot, &reason, log::Level::Warn);
+                }
+            } else if now.duration_since(c.last_send) >= KEEPALIVE_AFTER {
+                let ka = Message::KeepAlive(KeepAlive { time_ms: wall_ms() });
+                let r = c
+                    .queue(&ka, &mut self.scratch)
+                    .and_then(|_| c.flush(&self.ring, now));
+                if let Err(reason) = r {
+                    self.drop_client(slot, &reason, log::Level::Warn);
+                }
+            }
+        }
+    }
+}
+
+fn msg_name(m: &Message) -> &'static str {
+    match m {
+        Message::Challenge(_) => "Challenge",
+        Message::Auth(_) => "Auth",
+        Message::AuthOk(_) => "AuthOk",
+        Message::Hello(_) => "Hello",
+        Message::Resume(_) => "Resume",
+        Message::Gone(_) => "Gone",
+        Message::Record(_) => "Record",
+        Message::KeepAlive(_) => "KeepAlive",
+        Message::Refused(_) => "Refused",
+    }
+}
+
+/// Pushes one encoded record frame and gives its offset to clients waiting for exactly it.
+fn push_frame(ring: &mut Ring, frame: &[u8], clients: &mut [Option<Client>]) {
+    let Some((seq, off)) = ring.push(frame) else {
+        log::error!(
+            "record of {} bytes does not fit the history ring",
+            frame.len()
+        );
+        return;
+    };
+    for c in clients.iter_mut().flatten() {
+        if c.phase == Phase::Streaming && c.next_seq == seq && c.next_off.is_none() {
+            c.next_off = Some(off);
+        }
+    }
+}
+
+fn push_event(ring: &mut Ring, scratch: &mut [u8], clients: &mut [Option<Client>], ev: Event) {
+    let msg = Message::Record(Record {
+        seq: ring.next_seq(),
+        time_ms: wall_ms(),
+        body: RecordBody::Event(ev),
+    });
+    match encode_frame(&msg, scratch) {
+        Ok(n) => push_frame(ring, &scratch[..n], clients),
+        Err(e) => log::error!("event not recorded: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limiter_blocks_after_three_failures_and_lifts() {
+        let mut l = AuthLimiter::default();
+        let ip: IpAddr = "127.0.0.2".parse().unwrap();
+        let other: IpAddr = "127.0.0.3".parse().unwrap();
+        let t0 = Instant::now();
+        assert!(!l.fail(ip, t0));
+        assert!(!l.fail(ip, t0));
+        assert!(l.blocked(ip, t0).is_none());
+        assert!(l.fail(ip, t0));
+        assert!(l.blocked(ip, t0 + Duration::from_secs(1)).is_some());
+        assert!(l.blocked(other, t0).is_none());
+        assert!(
+            l.blocked(ip, t0 + AUTH_BLOCK_FOR + Duration::from_secs(1))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn limiter_window_expires() {
+        let mut l = AuthLimiter::default();
+        let ip: IpAddr = "127.0.0.2".parse().unwrap();
+        let t0 = Instant::now();
+        l.fail(ip, t0);
+        l.fail(ip, t0);
+        assert!(!l.fail(ip, t0 + AUTH_FAIL_WINDOW + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn limiter_table_is_bounded() {
+        let mut l = AuthLimiter::default();
+        let t0 = Instant::now();
+        for i in 0..100u32 {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            l.fail(ip, t0 + Duration::from_millis(i as u64));
+        }
+        assert_eq!(l.slots.iter().flatten().count(), LIMITER_SLOTS);
+    }
+
+    #[test]
+    fn short_str_cuts_on_char_boundary() {
+        let s: heapless::String<4> = short_str("abcé");
+        assert_eq!(s.as_str(), "abc");
+        let s: heapless::String<5> = short_str("abcé");
+        assert_eq!(s.as_str(), "abcé");
+    }
+}

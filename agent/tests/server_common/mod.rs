@@ -1,0 +1,383 @@
+//! A minimal collector for the agent's server tests: start the built agent on loopback, connect,
+//! authenticate, resume and read frames with `nasprobe_proto::frame::decode_frame`.
+//!
+//! `NASPROBE_AGENT_BIN` runs another agent binary (e.g. a cross-built one) and
+//! `NASPROBE_AGENT_RUNNER` puts a runner in front of it (e.g. `qemu-arm`).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame};
+use nasprobe_proto::{Auth, Hello, Message, Record, Resume, auth, encode_frame};
+
+/// Every wait in these tests is bounded by this unless said otherwise.
+pub const STEP: Duration = Duration::from_secs(10);
+
+pub fn agent_bin() -> PathBuf {
+    std::env::var_os("NASPROBE_AGENT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nasprobe-agent")))
+}
+
+/// A running agent, killed on drop.
+pub struct Agent {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+    pub token: Vec<u8>,
+    log: Arc<Mutex<String>>,
+}
+
+pub struct AgentBuilder {
+    args: Vec<String>,
+    pre_exec: Option<Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>>,
+    name: String,
+}
+
+impl AgentBuilder {
+    pub fn new(name: &str) -> AgentBuilder {
+        AgentBuilder {
+            args: Vec::new(),
+            pre_exec: None,
+            name: name.to_string(),
+        }
+    }
+
+    pub fn arg(mut self, a: &str) -> Self {
+        self.args.push(a.to_string());
+        self
+    }
+
+    pub fn args(mut self, a: &[&str]) -> Self {
+        self.args.extend(a.iter().map(|s| s.to_string()));
+        self
+    }
+
+    /// Runs `f` in the child between fork and exec (e.g. to install a seccomp filter).
+    pub fn pre_exec(
+        mut self,
+        f: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.pre_exec = Some(Box::new(f));
+        self
+    }
+
+    pub fn start(self) -> Agent {
+        let dir = std::env::temp_dir().join(format!(
+            "nasprobe-agent-test-{}-{}",
+            std::process::id(),
+            self.name
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let token_file = dir.join("token");
+        let mut cmd = match std::env::var("NASPROBE_AGENT_RUNNER") {
+            Ok(r) if !r.is_empty() => {
+                let mut c = Command::new(r);
+                c.arg(agent_bin());
+                c
+            }
+            _ => Command::new(agent_bin()),
+        };
+        cmd.args(["--listen", "127.0.0.1:0", "--nice", "0", "--token-file"])
+            .arg(&token_file)
+            .args(&self.args)
+            .env("NASPROBE_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(f) = self.pre_exec {
+            // SAFETY: the closure only makes raw syscalls (prctl/seccomp), no allocation.
+            unsafe {
+                cmd.pre_exec(f);
+            }
+        }
+        let mut child = cmd.spawn().expect("spawn agent");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<SocketAddr>();
+        let log2 = log.clone();
+        let name = self.name.clone();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if std::env::var_os("NASPROBE_TEST_ECHO").is_some() {
+                    eprintln!("[agent {name}] {line}");
+                }
+                if !sent
+                    && let Some(rest) = line.split("listening on ").nth(1)
+                    && let Some(a) = rest.split_whitespace().next().and_then(|a| a.parse().ok())
+                {
+                    let _ = tx.send(a);
+                    sent = true;
+                }
+                let mut l = log2.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("agent did not start; log:\n{}", log.lock().unwrap());
+            }
+        };
+        let token = std::fs::read(&token_file).unwrap().trim_ascii().to_vec();
+        Agent {
+            child,
+            addr,
+            dir,
+            token,
+            log,
+        }
+    }
+}
+
+impl Agent {
+    pub fn start(name: &str, args: &[&str]) -> Agent {
+        AgentBuilder::new(name).args(args).start()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until the agent's log contains `needle`.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Connects, authenticates and returns the connection with the agent's `Hello`.
+    pub fn connect(&self) -> (Conn, Hello) {
+        let mut c = Conn::connect(self.addr);
+        let h = c
+            .handshake(&self.token)
+            .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", self.log()));
+        (c, h)
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill on our own child.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// Waits for the agent to exit; its exit code.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One collector connection.
+pub struct Conn {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    pub fn connect(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect_timeout(&addr, STEP).expect("connect");
+        Conn::from_stream(stream)
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Conn {
+        stream.set_nodelay(true).unwrap();
+        Conn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, msg: &Message) {
+        let mut out = [0u8; 512];
+        let n = encode_frame(msg, &mut out).unwrap();
+        self.stream.write_all(&out[..n]).unwrap();
+    }
+
+    /// The next message, within `timeout`. `Err` on EOF, reset, timeout or a bad frame.
+    pub fn recv_within(&mut self, timeout: Duration) -> Result<Message, String> {
+        let end = Instant::now() + timeout;
+        loop {
+            match decode_frame(&self.buf, MAX_FRAME_LEN) {
+                Ok(Some((m, used))) => {
+                    self.buf.drain(..used);
+                    return Ok(m);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(format!("bad frame from agent: {e}")),
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err("timeout".into());
+            }
+            self.stream.set_read_timeout(Some(left)).unwrap();
+            let mut chunk = [0u8; 16384];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err("eof".into()),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return Err("timeout".into());
+                }
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+    }
+
+    pub fn recv(&mut self) -> Result<Message, String> {
+        self.recv_within(STEP)
+    }
+
+    /// Challenge → Auth → AuthOk (checked) → Hello.
+    pub fn handshake(&mut self, token: &[u8]) -> Result<Hello, String> {
+        let nonce = match self.recv()? {
+            Message::Challenge(c) => c.agent_nonce,
+            m => return Err(format!("expected Challenge, got {m:?}")),
+        };
+        let mut client_nonce = [0u8; 32];
+        for (i, b) in client_nonce.iter_mut().enumerate() {
+            *b = (i as u8)
+                .wrapping_mul(31)
+                .wrapping_add(std::process::id() as u8);
+        }
+        let mac = auth::client_proof(token, &nonce, &client_nonce);
+        self.send(&Message::Auth(Auth { client_nonce, mac }));
+        match self.recv()? {
+            Message::AuthOk(ok) => {
+                let expect = auth::agent_proof(token, &nonce, &client_nonce);
+                if !auth::proofs_equal(&expect, &ok.mac) {
+                    return Err("agent's AuthOk proof is wrong".into());
+                }
+            }
+            m => return Err(format!("expected AuthOk, got {m:?}")),
+        }
+        match self.recv()? {
+            Message::Hello(h) => Ok(h),
+            m => Err(format!("expected Hello, got {m:?}")),
+        }
+    }
+
+    pub fn resume(&mut self, instance_id: u64, after_seq: u64) {
+        self.send(&Message::Resume(Resume {
+            instance_id,
+            after_seq,
+        }));
+    }
+
+    /// The next `Record`, skipping `KeepAlive`s; panics on anything else.
+    pub fn record(&mut self) -> Record {
+        loop {
+            match self.recv() {
+                Ok(Message::Record(r)) => return r,
+                Ok(Message::KeepAlive(_)) => continue,
+                other => panic!("expected a Record, got {other:?}"),
+            }
+        }
+    }
+
+    /// True when the agent closed the connection (EOF or reset) within `timeout`, after
+    /// possibly sending some frames (returned).
+    pub fn closed_within(&mut self, timeout: Duration) -> (bool, Vec<Message>) {
+        let end = Instant::now() + timeout;
+        let mut got = Vec::new();
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return (false, got);
+            }
+            match self.recv_within(left) {
+                Ok(m) => got.push(m),
+                Err(e) if e == "timeout" => return (false, got),
+                Err(_) => return (true, got),
+            }
+        }
+    }
+}
+
+/// Connects from a chosen local address (e.g. 127.0.0.2) with an optional small SO_RCVBUF set
+/// before the connection is made (so the advertised window is small from the start).
+pub fn connect_from(local: Option<&str>, rcvbuf: Option<usize>, to: SocketAddr) -> Conn {
+    use nix::sys::socket::{
+        AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, setsockopt, socket, sockopt,
+    };
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .unwrap();
+    if let Some(n) = rcvbuf {
+        setsockopt(&fd, sockopt::RcvBuf, &n).unwrap();
+    }
+    use std::os::fd::AsRawFd;
+    if let Some(ip) = local {
+        let a: std::net::SocketAddrV4 = format!("{ip}:0").parse().unwrap();
+        bind(fd.as_raw_fd(), &SockaddrIn::from(a)).unwrap();
+    }
+    let SocketAddr::V4(to4) = to else {
+        panic!("v4 only")
+    };
+    connect(fd.as_raw_fd(), &SockaddrIn::from(to4)).unwrap();
+    Conn::from_stream(TcpStream::from(fd))
+}
+
+/// Reads records until `seq >= until`, asserting that seqs are contiguous from `first`.
+pub fn read_contiguous(c: &mut Conn, first: u64, until: u64) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut expect = first;
+    while expect <= until {
+        let r = c.record();
+        assert_eq!(r.seq, expect, "records must be contiguous");
+        expect += 1;
+        out.push(r);
+    }
+    out
+}
+
+/// Runs a test body on a thread with a big stack: a decoded `Message` is ~35 KB and debug
+/// builds keep several copies of it on the stack.
+pub fn big_stack(f: impl FnOnce() + Send + 'static) {
+    let h = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(f)
+        .unwrap();
+    if let Err(e) = h.join() {
+        std::panic::resume_unwind(e);
+    }
+}
