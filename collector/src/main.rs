@@ -1,5 +1,72 @@
-//! `nasprobe`: the collector command line.
+//! `nasprobe`: the collector command line. Exit codes: 0 ok, 1 failure, 2 usage.
+
+use clap::Parser;
+use nasprobe::cli::{Cli, Command, HostsCommand, exit};
 
 fn main() {
-    println!("nasprobe {}", env!("CARGO_PKG_VERSION"));
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            e.print().ok();
+            std::process::exit(code);
+        }
+    };
+    let code = match run(cli) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("nasprobe: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            exit::FAILURE
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let c = &cli.common;
+    match cli.command {
+        Command::Record { duration, hosts } => nasprobe::record::run(c, duration, &hosts),
+        Command::Watch {
+            local,
+            duration,
+            plain,
+            hosts,
+        } => nasprobe::watch::run(c, local, duration, plain, &hosts),
+        Command::Report { since, json } => nasprobe::report::run(c, since, json),
+        Command::Events { since } => nasprobe::report::events(c, since),
+        Command::Hosts { command } => {
+            let (path, mut list) = nasprobe::host_list(c)?;
+            match command {
+                HostsCommand::Add {
+                    name,
+                    address,
+                    host_token_file,
+                } => {
+                    let mut spec = nasprobe::hosts::parse_host_arg(&format!("{name}={address}"))?;
+                    spec.token_file = host_token_file;
+                    println!("{spec}");
+                    list.upsert(spec);
+                    list.save(&path)?;
+                }
+                HostsCommand::List => {
+                    for h in &list.hosts {
+                        println!("{h}");
+                    }
+                }
+                HostsCommand::Remove { name } => {
+                    anyhow::ensure!(list.remove(&name), "no host {name:?} in {}", path.display());
+                    list.save(&path)?;
+                }
+            }
+            Ok(())
+        }
+    }
 }

@@ -1,0 +1,198 @@
+//! The command line: flags, commands and the small value parsers (durations).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit codes, fixed so scripts and tests can rely on them.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const FAILURE: i32 = 1;
+    pub const USAGE: i32 = 2;
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "nasprobe",
+    version,
+    about = "Tells why a copy between NAS boxes is slow: connects to nasprobe agents, stores \
+             what they send, shows them side by side and names the wall of a transfer.",
+    after_help = "Hosts: NAME=ADDR:PORT, ADDR[:PORT] (default port 7451), or a NAME from \
+                  'nasprobe hosts list'.\nFirst try: nasprobe watch --local"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct Common {
+    /// SQLite database [default: $XDG_DATA_HOME/nasprobe/nasprobe.db]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Shared token file of the agents (hosts in the host list may name their own)
+    /// [default: $XDG_CONFIG_HOME/nasprobe/token]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Host list file [default: $XDG_CONFIG_HOME/nasprobe/hosts]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub hosts_file: Option<PathBuf>,
+    /// Delete stored data older than this (e.g. 30d, 12h)
+    #[arg(long, global = true, value_name = "DUR", default_value = "30d", value_parser = parse_duration)]
+    pub retention: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Connect to agents and store what they send, until stopped or DUR has passed
+    Record {
+        /// Stop after this long (e.g. 30s, 10m, 2h)
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
+        #[arg(value_name = "HOST")]
+        hosts: Vec<String>,
+    },
+    /// Live side-by-side view of agents (also stores what they send)
+    Watch {
+        /// Also start an agent for this machine (Linux) on 127.0.0.1
+        #[arg(long)]
+        local: bool,
+        /// Stop after this long (e.g. 30s, 10m)
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Print plain lines even on a terminal
+        #[arg(long)]
+        plain: bool,
+        /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
+        #[arg(value_name = "HOST")]
+        hosts: Vec<String>,
+    },
+    /// Summary of the store: samples and gaps per host
+    Report {
+        /// Only the last DUR [default: everything stored]
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        since: Option<Duration>,
+        /// One JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Events stored (process start/exit, link changes, agent starts)
+    Events {
+        /// Only the last DUR [default: everything stored]
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        since: Option<Duration>,
+    },
+    /// Edit the host list
+    Hosts {
+        #[command(subcommand)]
+        command: HostsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostsCommand {
+    /// Add or replace a host
+    Add {
+        name: String,
+        /// ADDR[:PORT]
+        address: String,
+        /// Token file for this host (else the common --token-file)
+        #[arg(long = "host-token-file", value_name = "PATH")]
+        host_token_file: Option<PathBuf>,
+    },
+    /// List the hosts
+    List,
+    /// Remove a host
+    Remove { name: String },
+}
+
+/// Parses durations such as `500ms`, `30s`, `10m`, `2h`, `30d`, `1w`, `1h30m`; a bare number
+/// is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(n));
+    }
+    let mut total_ms: u128 = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(format!("bad duration {s:?} (examples: 30s, 10m, 2h, 30d)"));
+        }
+        let n: u128 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("bad duration {s:?}"))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let mult: u128 = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1000,
+            "m" | "min" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 7 * 86_400_000,
+            u => {
+                return Err(format!(
+                    "bad duration unit {u:?} in {s:?} (use ms, s, m, h, d, w)"
+                ));
+            }
+        };
+        rest = &rest[unit_len..];
+        total_ms = total_ms
+            .checked_add(n.checked_mul(mult).ok_or("duration too long")?)
+            .ok_or("duration too long")?;
+    }
+    u64::try_from(total_ms)
+        .map(Duration::from_millis)
+        .map_err(|_| "duration too long".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let d = |s| parse_duration(s).unwrap();
+        assert_eq!(d("30s"), Duration::from_secs(30));
+        assert_eq!(d("10m"), Duration::from_secs(600));
+        assert_eq!(d("2h"), Duration::from_secs(7200));
+        assert_eq!(d("30d"), Duration::from_secs(30 * 86400));
+        assert_eq!(d("1w"), Duration::from_secs(7 * 86400));
+        assert_eq!(d("500ms"), Duration::from_millis(500));
+        assert_eq!(d("1h30m"), Duration::from_secs(5400));
+        assert_eq!(d("45"), Duration::from_secs(45));
+        for bad in ["", "s", "10x", "1.5h", "-3s", "h1", "99999999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cli_parses() {
+        use clap::Parser;
+        let c =
+            Cli::try_parse_from(["nasprobe", "record", "--duration", "2m", "a=b:1", "c"]).unwrap();
+        match c.command {
+            Command::Record { duration, hosts } => {
+                assert_eq!(duration, Some(Duration::from_secs(120)));
+                assert_eq!(hosts, vec!["a=b:1", "c"]);
+            }
+            _ => panic!(),
+        }
+        let c = Cli::try_parse_from(["nasprobe", "watch", "--local", "--db", "/x.db"]).unwrap();
+        assert_eq!(c.common.db.as_deref(), Some(std::path::Path::new("/x.db")));
+        assert!(Cli::try_parse_from(["nasprobe", "record", "--duration", "zz"]).is_err());
+    }
+}

@@ -1,0 +1,474 @@
+//! One agent connection: the collector side of `docs/protocol.md`.
+//!
+//! `Challenge` → `Auth` (fresh random client nonce) → `AuthOk` (checked in constant time:
+//! mutual authentication) → `Hello` → `Resume` → `Gone`/`Record`/`KeepAlive`. Every way the
+//! agent can break the conversation is a typed [`ClientError`] that names the host.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
+use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN, decode_body, peek_len};
+use nasprobe_proto::{
+    Auth, FrameError, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, Resume,
+};
+use smol::future::FutureExt as _;
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::net::TcpStream;
+
+/// Time allowed for TCP connect.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time allowed for the whole handshake (the agent's deadline is 5 s too).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{host}: cannot connect to {addr}: {source}")]
+    Connect {
+        host: String,
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("{host}: connecting to {addr} timed out after {}s", CONNECT_TIMEOUT.as_secs())]
+    ConnectTimeout { host: String, addr: String },
+    #[error("{host}: handshake not finished within {}s", HANDSHAKE_TIMEOUT.as_secs())]
+    HandshakeTimeout { host: String },
+    #[error("{host}: connection lost: {source}")]
+    Io {
+        host: String,
+        source: std::io::Error,
+    },
+    #[error("{host}: the agent closed the connection")]
+    Closed { host: String },
+    #[error("{host}: nothing received for {}s (agent hung or network cut)", .timeout.as_secs())]
+    ReadTimeout { host: String, timeout: Duration },
+    #[error("{host}: bad frame from the agent: {source}")]
+    Frame { host: String, source: FrameError },
+    #[error("{host}: protocol violation: expected {expected}, got {got}")]
+    Unexpected {
+        host: String,
+        expected: &'static str,
+        got: &'static str,
+    },
+    #[error(
+        "{host}: the agent refused us: {reason} (wrong token? check --token-file or the host's token file)"
+    )]
+    Refused { host: String, reason: String },
+    #[error(
+        "{host}: the agent failed to prove it holds the token (another token, or not a nasprobe agent)"
+    )]
+    BadAgentProof { host: String },
+    #[error(
+        "{host}: the agent speaks protocol {version}, this collector speaks {PROTOCOL_VERSION}"
+    )]
+    Version { host: String, version: u8 },
+    #[error("{host}: records out of order: expected seq {expected}, got {got}")]
+    SeqOrder {
+        host: String,
+        expected: u64,
+        got: u64,
+    },
+    #[error(
+        "{host}: Gone {from}..={to} of instance {instance:#x} does not fit (expected from {expected}, instance {current:#x})"
+    )]
+    BadGone {
+        host: String,
+        instance: u64,
+        current: u64,
+        from: u64,
+        to: u64,
+        expected: u64,
+    },
+}
+
+impl ClientError {
+    /// True when retrying soon is pointless (wrong token, other protocol): back off longer.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Refused { .. }
+                | ClientError::BadAgentProof { .. }
+                | ClientError::Version { .. }
+        )
+    }
+}
+
+/// Reads a token file: its bytes with trailing ASCII whitespace removed (so a hand-written file
+/// ending in a newline works). See `docs/protocol.md`.
+pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    let mut t = std::fs::read(path)
+        .with_context(|| format!("cannot read token file {}", path.display()))?;
+    while t.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        t.pop();
+    }
+    anyhow::ensure!(!t.is_empty(), "token file {} is empty", path.display());
+    Ok(t)
+}
+
+/// 32 random bytes from the OS.
+pub fn random_nonce() -> [u8; 32] {
+    let mut n = [0u8; 32];
+    getrandom::fill(&mut n).expect("the OS random source failed");
+    n
+}
+
+fn msg_name(m: &Message) -> &'static str {
+    match m {
+        Message::Challenge(_) => "Challenge",
+        Message::Auth(_) => "Auth",
+        Message::AuthOk(_) => "AuthOk",
+        Message::Hello(_) => "Hello",
+        Message::Resume(_) => "Resume",
+        Message::Gone(_) => "Gone",
+        Message::Record(_) => "Record",
+        Message::KeepAlive(_) => "KeepAlive",
+        Message::Refused(_) => "Refused",
+    }
+}
+
+/// What the stream brings after `Resume`.
+#[derive(Debug)]
+pub enum Incoming {
+    Gone(Gone),
+    /// A record and the postcard bytes of its body (the `Sample` or `Event`, without the
+    /// `RecordBody` tag) exactly as received.
+    Record(Box<Record>, Vec<u8>),
+    KeepAlive(KeepAlive),
+}
+
+/// An authenticated connection to one agent.
+pub struct Session {
+    host: String,
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    read_timeout: Duration,
+    /// The agent's `Hello` on this connection.
+    pub hello: Hello,
+    /// Sequence number the next record must carry (0 before `Resume`).
+    expected_seq: u64,
+}
+
+fn wire_err(host: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
+    move |source| ClientError::Io {
+        host: host.to_string(),
+        source,
+    }
+}
+
+async fn timeout<T>(
+    d: Duration,
+    f: impl Future<Output = Result<T, ClientError>>,
+    on_timeout: impl FnOnce() -> ClientError,
+) -> Result<T, ClientError> {
+    f.or(async {
+        smol::Timer::after(d).await;
+        Err(on_timeout())
+    })
+    .await
+}
+
+impl Session {
+    /// Connects, authenticates both ways and reads the agent's `Hello`.
+    pub async fn connect(host: &str, addr: &str, token: &[u8]) -> Result<Session, ClientError> {
+        let stream = timeout(
+            CONNECT_TIMEOUT,
+            async {
+                TcpStream::connect(addr)
+                    .await
+                    .map_err(|source| ClientError::Connect {
+                        host: host.to_string(),
+                        addr: addr.to_string(),
+                        source,
+                    })
+            },
+            || ClientError::ConnectTimeout {
+                host: host.to_string(),
+                addr: addr.to_string(),
+            },
+        )
+        .await?;
+        stream.set_nodelay(true).ok();
+        let mut s = Session {
+            host: host.to_string(),
+            stream,
+            buf: Vec::with_capacity(MAX_FRAME_LEN + LEN_PREFIX),
+            start: 0,
+            read_timeout: HANDSHAKE_TIMEOUT,
+            hello: empty_hello(),
+            expected_seq: 0,
+        };
+        let h = host.to_string();
+        timeout(HANDSHAKE_TIMEOUT, s.handshake(token), || {
+            ClientError::HandshakeTimeout { host: h }
+        })
+        .await?;
+        // The protocol: a collector that reads nothing for 3 intervals + 10 s reconnects.
+        s.read_timeout = Duration::from_millis(3 * u64::from(s.hello.interval_ms.max(100)))
+            + Duration::from_secs(10);
+        Ok(s)
+    }
+
+    async fn handshake(&mut self, token: &[u8]) -> Result<(), ClientError> {
+        let challenge = match self.read_msg().await? {
+            Message::Challenge(c) => c,
+            other => return Err(self.unexpected("Challenge", &other)),
+        };
+        let client_nonce = random_nonce();
+        let mac = client_proof(token, &challenge.agent_nonce, &client_nonce);
+        self.send(&Message::Auth(Auth { client_nonce, mac }))
+            .await?;
+        match self.read_msg().await? {
+            Message::AuthOk(ok) => {
+                let want = agent_proof(token, &challenge.agent_nonce, &client_nonce);
+                if !proofs_equal(&ok.mac, &want) {
+                    return Err(ClientError::BadAgentProof {
+                        host: self.host.clone(),
+                    });
+                }
+            }
+            Message::Refused(r) => {
+                return Err(ClientError::Refused {
+                    host: self.host.clone(),
+                    reason: r.reason.to_string(),
+                });
+            }
+            other => return Err(self.unexpected("AuthOk", &other)),
+        }
+        match self.read_msg().await? {
+            Message::Hello(h) => {
+                if h.protocol_version != PROTOCOL_VERSION {
+                    return Err(ClientError::Version {
+                        host: self.host.clone(),
+                        version: h.protocol_version,
+                    });
+                }
+                self.hello = h;
+                Ok(())
+            }
+            Message::Refused(r) => Err(ClientError::Refused {
+                host: self.host.clone(),
+                reason: r.reason.to_string(),
+            }),
+            other => Err(self.unexpected("Hello", &other)),
+        }
+    }
+
+    /// Asks for everything after `after_seq` of `instance_id` (see the protocol's step 4).
+    pub async fn resume(&mut self, instance_id: u64, after_seq: u64) -> Result<(), ClientError> {
+        self.expected_seq = if instance_id == self.hello.instance_id {
+            after_seq + 1
+        } else {
+            1
+        };
+        self.send(&Message::Resume(Resume {
+            instance_id,
+            after_seq,
+        }))
+        .await
+    }
+
+    /// The next item of the stream, checked: records contiguous, `Gone` where it belongs.
+    pub async fn next(&mut self) -> Result<Incoming, ClientError> {
+        let (msg, body_at) = self.read_frame().await?;
+        match msg {
+            Message::Record(r) => {
+                if r.seq != self.expected_seq {
+                    return Err(ClientError::SeqOrder {
+                        host: self.host.clone(),
+                        expected: self.expected_seq,
+                        got: r.seq,
+                    });
+                }
+                self.expected_seq += 1;
+                Ok(Incoming::Record(Box::new(r), body_at))
+            }
+            Message::Gone(g) => {
+                if g.instance_id != self.hello.instance_id
+                    || g.from_seq != self.expected_seq
+                    || g.to_seq < g.from_seq
+                {
+                    return Err(ClientError::BadGone {
+                        host: self.host.clone(),
+                        instance: g.instance_id,
+                        current: self.hello.instance_id,
+                        from: g.from_seq,
+                        to: g.to_seq,
+                        expected: self.expected_seq,
+                    });
+                }
+                self.expected_seq = g.to_seq + 1;
+                Ok(Incoming::Gone(g))
+            }
+            Message::KeepAlive(k) => Ok(Incoming::KeepAlive(k)),
+            Message::Refused(r) => Err(ClientError::Refused {
+                host: self.host.clone(),
+                reason: r.reason.to_string(),
+            }),
+            other => Err(self.unexpected("Record, Gone or KeepAlive", &other)),
+        }
+    }
+
+    /// Sends a `KeepAlive` (the agent ignores it; it keeps NAT state alive).
+    pub async fn keepalive(&mut self, time_ms: u64) -> Result<(), ClientError> {
+        self.send(&Message::KeepAlive(KeepAlive { time_ms })).await
+    }
+
+    fn unexpected(&self, expected: &'static str, got: &Message) -> ClientError {
+        ClientError::Unexpected {
+            host: self.host.clone(),
+            expected,
+            got: msg_name(got),
+        }
+    }
+
+    async fn send(&mut self, m: &Message) -> Result<(), ClientError> {
+        let mut out = [0u8; 256];
+        let n = nasprobe_proto::encode_frame(m, &mut out).map_err(|source| ClientError::Frame {
+            host: self.host.clone(),
+            source,
+        })?;
+        self.stream
+            .write_all(&out[..n])
+            .await
+            .map_err(wire_err(&self.host))
+    }
+
+    async fn read_msg(&mut self) -> Result<Message, ClientError> {
+        Ok(self.read_frame().await?.0)
+    }
+
+    /// Reads one frame; returns the message and, for a `Record`, its body bytes.
+    async fn read_frame(&mut self) -> Result<(Message, Vec<u8>), ClientError> {
+        loop {
+            let avail = &self.buf[self.start..];
+            let ferr = |source| ClientError::Frame {
+                host: self.host.clone(),
+                source,
+            };
+            if let Some(len) = peek_len(avail, MAX_FRAME_LEN).map_err(ferr)? {
+                let total = LEN_PREFIX + len;
+                if avail.len() >= total {
+                    let body = &avail[LEN_PREFIX..total];
+                    let msg = decode_body(body).map_err(ferr)?;
+                    let raw = match &msg {
+                        Message::Record(_) => record_body_bytes(&body[1..])
+                            .map(<[u8]>::to_vec)
+                            .ok_or(ClientError::Frame {
+                                host: self.host.clone(),
+                                source: FrameError::Malformed,
+                            })?,
+                        _ => Vec::new(),
+                    };
+                    self.start += total;
+                    return Ok((msg, raw));
+                }
+            }
+            // Need more bytes: compact, then read with the read timeout.
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
+            let old = self.buf.len();
+            self.buf.resize(old + 16 * 1024, 0);
+            let host = self.host.clone();
+            let to = self.read_timeout;
+            let stream = &mut self.stream;
+            let buf = &mut self.buf[old..];
+            let n = timeout(
+                to,
+                async { stream.read(buf).await.map_err(wire_err(&host)) },
+                || ClientError::ReadTimeout {
+                    host: host.clone(),
+                    timeout: to,
+                },
+            )
+            .await;
+            let n = match n {
+                Ok(n) => n,
+                Err(e) => {
+                    self.buf.truncate(old);
+                    return Err(e);
+                }
+            };
+            self.buf.truncate(old + n);
+            if n == 0 {
+                return Err(ClientError::Closed {
+                    host: self.host.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// Reads a postcard varint; returns (value, bytes used).
+fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Given the postcard bytes of a `Message::Record` (after the version byte), returns the bytes
+/// of the record's `Sample`/`Event` (skips the message tag, seq, time_ms and body tag).
+pub fn record_body_bytes(m: &[u8]) -> Option<&[u8]> {
+    let mut at = 0;
+    for _ in 0..4 {
+        let (_, n) = varint(&m[at..])?;
+        at += n;
+    }
+    Some(&m[at..])
+}
+
+fn empty_hello() -> Hello {
+    Hello {
+        protocol_version: PROTOCOL_VERSION,
+        agent_version: Default::default(),
+        instance_id: 0,
+        started_ms: 0,
+        now_ms: 0,
+        host_name: Default::default(),
+        kernel_release: Default::default(),
+        arch: Default::default(),
+        cpu_count: 0,
+        clock_ticks_per_sec: 100,
+        page_size: 4096,
+        boot_id: Default::default(),
+        interval_ms: 1000,
+        oldest_seq: 0,
+        newest_seq: 0,
+        disks: Default::default(),
+        md_arrays: Default::default(),
+        nics: Default::default(),
+        mounts: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nasprobe_proto::{Event, RecordBody};
+
+    #[test]
+    fn record_body_slice_matches_postcard() {
+        let body = RecordBody::Event(Event::DeviceAdded(nasprobe_proto::DeviceAdded::Nic(
+            "eth9".try_into().unwrap(),
+        )));
+        let m = Message::Record(Record {
+            seq: 300,
+            time_ms: 1_700_000_000_000,
+            body: body.clone(),
+        });
+        let full = postcard::to_allocvec(&m).unwrap();
+        let ev = match &body {
+            RecordBody::Event(e) => postcard::to_allocvec(e).unwrap(),
+            _ => unreachable!(),
+        };
+        assert_eq!(record_body_bytes(&full).unwrap(), &ev[..]);
+    }
+}

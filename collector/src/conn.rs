@@ -1,0 +1,522 @@
+//! The supervisor: one smol task per agent, a bounded channel into the one task that owns the
+//! store.
+//!
+//! Each agent task connects, authenticates, asks the store task where to resume (after the
+//! last sequence number committed for that agent instance), then forwards every record. When
+//! the store cannot write (disk full, database locked) the store task keeps its batch and
+//! retries; the channel fills, the agent tasks block on it and stop reading, and the agents'
+//! rings keep the data until writes work again. Nothing is dropped on the collector side.
+//!
+//! Views read the shared [`Live`] state: per host its status, `Hello`, newest sample and last
+//! events.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nasprobe_proto::{Event, Hello, RecordBody, Sample};
+use smol::channel::{Receiver, Sender};
+use smol::future::FutureExt as _;
+
+use crate::client::{ClientError, Incoming, Session};
+use crate::hosts::HostSpec;
+use crate::store::{Item, Registration, Store, StoreError};
+
+/// Records per transaction at most.
+pub const BATCH_MAX: usize = 500;
+/// A batch is written at the latest this long after its first record.
+pub const BATCH_WAIT: Duration = Duration::from_millis(200);
+/// Channel capacity between agent tasks and the store task.
+pub const CHANNEL_CAP: usize = 4096;
+/// Reconnect backoff: first wait and cap.
+pub const BACKOFF_MIN: Duration = Duration::from_millis(500);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// Events kept per host for views.
+pub const RECENT_EVENTS: usize = 8;
+
+/// Connection state of one host, for views.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Connecting,
+    Connected,
+    /// Waiting before the next attempt; the last error.
+    Reconnecting {
+        error: String,
+        retry_in: Duration,
+    },
+}
+
+/// What views know about one host.
+#[derive(Debug, Clone)]
+pub struct HostLive {
+    pub name: String,
+    pub addr: String,
+    pub status: Status,
+    pub hello: Option<Hello>,
+    /// Newest sample: (seq, time_ms, sample).
+    pub last: Option<(u64, u64, Box<Sample>)>,
+    pub events: VecDeque<(u64, Event)>,
+    /// Records received on this run.
+    pub received: u64,
+    /// The newest gap text (`Gone` or agent restart), if any on this run.
+    pub gap: Option<String>,
+}
+
+/// Shared state of a run.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub hosts: Mutex<Vec<HostLive>>,
+    /// The store's error while writes are paused (full disk, lock), else None.
+    pub store_error: Mutex<Option<String>>,
+    /// Records committed on this run.
+    pub committed: std::sync::atomic::AtomicU64,
+}
+
+impl Live {
+    pub fn new(hosts: &[HostSpec]) -> Arc<Live> {
+        Arc::new(Live {
+            hosts: Mutex::new(
+                hosts
+                    .iter()
+                    .map(|h| HostLive {
+                        name: h.name.clone(),
+                        addr: h.addr.clone(),
+                        status: Status::Connecting,
+                        hello: None,
+                        last: None,
+                        events: VecDeque::new(),
+                        received: 0,
+                        gap: None,
+                    })
+                    .collect(),
+            ),
+            store_error: Mutex::new(None),
+            committed: Default::default(),
+        })
+    }
+
+    fn with<R>(&self, i: usize, f: impl FnOnce(&mut HostLive) -> R) -> R {
+        let mut g = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g[i])
+    }
+
+    /// A copy of the hosts' state.
+    pub fn snapshot(&self) -> Vec<HostLive> {
+        self.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Messages into the store task.
+pub enum StoreMsg {
+    /// A connection's `Hello`: register it, answer where to resume.
+    Hello {
+        host: String,
+        addr: String,
+        hello: Box<Hello>,
+        reply: Sender<Result<Registration, String>>,
+    },
+    Item(Item),
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Capped exponential backoff with ±25% jitter.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { next: BACKOFF_MIN }
+    }
+}
+
+impl Backoff {
+    pub fn reset(&mut self) {
+        self.next = BACKOFF_MIN;
+    }
+
+    /// The wait before the next attempt; doubles the one after, up to the cap.
+    pub fn next_wait(&mut self) -> Duration {
+        let base = self.next;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        let mut r = [0u8; 2];
+        getrandom::fill(&mut r).ok();
+        let jitter = f64::from(u16::from_le_bytes(r)) / f64::from(u16::MAX); // 0..1
+        base.mul_f64(0.75 + 0.5 * jitter)
+    }
+}
+
+/// Runs one agent's connection forever: connect, resume, forward; reconnect with backoff.
+pub async fn agent_task(
+    idx: usize,
+    spec: HostSpec,
+    token: Arc<Vec<u8>>,
+    tx: Sender<StoreMsg>,
+    live: Arc<Live>,
+) {
+    let mut backoff = Backoff::default();
+    loop {
+        live.with(idx, |h| h.status = Status::Connecting);
+        let started = Instant::now();
+        let err = match run_connection(idx, &spec, &token, &tx, &live).await {
+            Ok(()) => return, // the store task is gone: shutting down
+            Err(e) => e,
+        };
+        if started.elapsed() > Duration::from_secs(30) {
+            backoff.reset();
+        }
+        let mut wait = backoff.next_wait();
+        if let ConnError::Client(c) = &err
+            && c.is_configuration()
+        {
+            wait = wait.max(Duration::from_secs(10));
+        }
+        log::warn!("{err}; retrying in {:.1}s", wait.as_secs_f64());
+        live.with(idx, |h| {
+            h.status = Status::Reconnecting {
+                error: err.to_string(),
+                retry_in: wait,
+            }
+        });
+        smol::Timer::after(wait).await;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ConnError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("{host}: the store refused the agent's Hello: {msg}")]
+    Store { host: String, msg: String },
+}
+
+async fn run_connection(
+    idx: usize,
+    spec: &HostSpec,
+    token: &[u8],
+    tx: &Sender<StoreMsg>,
+    live: &Live,
+) -> Result<(), ConnError> {
+    let mut s = Session::connect(&spec.name, &spec.addr, token).await?;
+    let hello = s.hello.clone();
+    let (rtx, rrx) = smol::channel::bounded(1);
+    if tx
+        .send(StoreMsg::Hello {
+            host: spec.name.clone(),
+            addr: spec.addr.clone(),
+            hello: Box::new(hello.clone()),
+            reply: rtx,
+        })
+        .await
+        .is_err()
+    {
+        return Ok(());
+    }
+    let reg = match rrx.recv().await {
+        Ok(Ok(r)) => r,
+        Ok(Err(msg)) => {
+            return Err(ConnError::Store {
+                host: spec.name.clone(),
+                msg,
+            });
+        }
+        Err(_) => return Ok(()),
+    };
+    let (instance_id, after) = if reg.new_instance {
+        (hello.instance_id, 0)
+    } else {
+        (hello.instance_id, reg.after_seq)
+    };
+    log::info!(
+        "{}: connected to {} ({} {}, instance {:x}), resuming after seq {after}",
+        spec.name,
+        hello.host_name,
+        hello.arch,
+        hello.kernel_release,
+        hello.instance_id
+    );
+    s.resume(instance_id, after).await?;
+    live.with(idx, |h| {
+        if reg.new_instance && h.hello.is_some() {
+            h.gap = Some(format!(
+                "agent restarted (new instance {:x})",
+                hello.instance_id
+            ));
+        }
+        h.hello = Some(hello.clone());
+        h.status = Status::Connected;
+    });
+    loop {
+        let item = match s.next().await? {
+            Incoming::KeepAlive(_) => continue,
+            Incoming::Gone(g) => {
+                live.with(idx, |h| {
+                    h.gap = Some(format!(
+                        "ring overwrote seq {}..{} ({} records)",
+                        g.from_seq,
+                        g.to_seq,
+                        g.to_seq - g.from_seq + 1
+                    ))
+                });
+                Item::Gone {
+                    instance: reg.instance,
+                    from_seq: g.from_seq,
+                    to_seq: g.to_seq,
+                }
+            }
+            Incoming::Record(r, body) => {
+                let item = Item::from_record(reg.instance, &r, body);
+                live.with(idx, |h| {
+                    h.received += 1;
+                    match r.body {
+                        RecordBody::Sample(smp) => {
+                            if h.last.as_ref().is_none_or(|l| l.0 < r.seq) {
+                                h.last = Some((r.seq, r.time_ms, Box::new(smp)));
+                            }
+                        }
+                        RecordBody::Event(ev) => {
+                            h.events.push_back((r.time_ms, ev));
+                            while h.events.len() > RECENT_EVENTS {
+                                h.events.pop_front();
+                            }
+                        }
+                    }
+                });
+                item
+            }
+        };
+        // Blocks (and so stops reading the socket) while the store is paused.
+        if tx.send(StoreMsg::Item(item)).await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// The task that owns the store: registers `Hello`s, writes items in batched transactions via
+/// `smol::unblock`, retries failed writes with the same batch until they succeed. Returns the
+/// store when every sender is gone and everything received is committed.
+pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live>) -> Store {
+    let mut batch: Vec<Item> = Vec::with_capacity(BATCH_MAX);
+    let mut pending_hello: Option<StoreMsg> = None;
+    let mut closed = false;
+    loop {
+        // Gather a batch: wait for the first message, then up to BATCH_MAX or BATCH_WAIT.
+        if batch.is_empty() && pending_hello.is_none() {
+            match rx.recv().await {
+                Ok(StoreMsg::Item(it)) => batch.push(it),
+                Ok(h @ StoreMsg::Hello { .. }) => pending_hello = Some(h),
+                Err(_) => closed = true,
+            }
+        }
+        let deadline = Instant::now() + BATCH_WAIT;
+        while pending_hello.is_none() && !closed && batch.len() < BATCH_MAX {
+            let msg = match rx.try_recv() {
+                Ok(m) => Some(m),
+                Err(smol::channel::TryRecvError::Closed) => {
+                    closed = true;
+                    None
+                }
+                Err(smol::channel::TryRecvError::Empty) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    let r = async { rx.recv().await.ok() }
+                        .or(async {
+                            smol::Timer::after(left).await;
+                            None
+                        })
+                        .await;
+                    if r.is_none() && rx.is_closed() && rx.is_empty() {
+                        closed = true;
+                    }
+                    if r.is_none() {
+                        break;
+                    }
+                    r
+                }
+            };
+            match msg {
+                Some(StoreMsg::Item(it)) => batch.push(it),
+                Some(h @ StoreMsg::Hello { .. }) => pending_hello = Some(h),
+                None => {}
+            }
+        }
+        if !batch.is_empty() {
+            let items = std::mem::take(&mut batch);
+            let n = items.len() as u64;
+            store = write_until_ok(store, items, &live).await;
+            live.committed.fetch_add(n, Ordering::Relaxed);
+        }
+        if let Some(StoreMsg::Hello {
+            host,
+            addr,
+            hello,
+            reply,
+        }) = pending_hello.take()
+        {
+            let (s, r) = retry_store(store, &live, move |st: &mut Store| {
+                st.register(&host, &addr, &hello)
+            })
+            .await;
+            store = s;
+            reply.send(r.map_err(|e| e.to_string())).await.ok();
+        }
+        if closed && rx.is_empty() {
+            return store;
+        }
+    }
+}
+
+async fn write_until_ok(store: Store, items: Vec<Item>, live: &Live) -> Store {
+    let items = Arc::new(items);
+    retry_store(store, live, move |st: &mut Store| st.write_batch(&items))
+        .await
+        .0
+}
+
+/// Runs `op` on the store in the blocking pool until it succeeds or fails for good (a
+/// non-transient error on a `Hello` is returned; batches are retried forever: losing data is
+/// not an option, and the error stays on screen and in the log).
+async fn retry_store<T: Send + 'static>(
+    mut store: Store,
+    live: &Live,
+    op: impl Fn(&mut Store) -> Result<T, StoreError> + Send + Sync + 'static,
+) -> (Store, Result<T, StoreError>) {
+    let op = Arc::new(op);
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let op2 = op.clone();
+        let (s, r) = smol::unblock(move || {
+            let r = op2(&mut store);
+            (store, r)
+        })
+        .await;
+        store = s;
+        match r {
+            Ok(v) => {
+                let mut e = live.store_error.lock().unwrap_or_else(|p| p.into_inner());
+                if e.take().is_some() {
+                    log::warn!("database {}: writes work again", store.path().display());
+                }
+                return (store, Ok(v));
+            }
+            Err(err) => {
+                let msg = err.to_string();
+                {
+                    let mut e = live.store_error.lock().unwrap_or_else(|p| p.into_inner());
+                    if e.as_deref() != Some(msg.as_str()) {
+                        log::error!("{msg}");
+                        eprintln!("nasprobe: {msg}");
+                    }
+                    *e = Some(msg);
+                }
+                smol::Timer::after(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// A running collection: agent tasks and the store task on one executor thread.
+pub struct Collector {
+    pub live: Arc<Live>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<Store, StoreError>>>,
+}
+
+/// Token and spec of one host to collect from.
+pub struct Target {
+    pub spec: HostSpec,
+    pub token: Arc<Vec<u8>>,
+}
+
+impl Collector {
+    /// Opens nothing itself: takes an open store and starts collecting on a new thread.
+    pub fn start(store: Store, targets: Vec<Target>, retention: Option<Duration>) -> Collector {
+        let live = Live::new(&targets.iter().map(|t| t.spec.clone()).collect::<Vec<_>>());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l2, s2) = (live.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("collector".into())
+            .spawn(move || smol::block_on(run(store, targets, l2, s2, retention)))
+            .expect("spawn the collector thread");
+        Collector {
+            live,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Asks the collection to stop (agents are disconnected, what was received is committed).
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Stops and waits until everything received is committed.
+    pub fn finish(mut self) -> Result<Store, StoreError> {
+        self.request_stop();
+        self.thread
+            .take()
+            .expect("finish once")
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
+async fn run(
+    mut store: Store,
+    targets: Vec<Target>,
+    live: Arc<Live>,
+    stop: Arc<AtomicBool>,
+    retention: Option<Duration>,
+) -> Result<Store, StoreError> {
+    let (tx, rx) = smol::channel::bounded::<StoreMsg>(CHANNEL_CAP);
+    let ex = smol::LocalExecutor::new();
+    ex.run(async {
+        if let Some(r) = retention {
+            let cutoff = now_ms().saturating_sub(r.as_millis() as u64);
+            let (s, res) = smol::unblock(move || {
+                let res = store.apply_retention(cutoff);
+                (store, res)
+            })
+            .await;
+            store = s;
+            match res {
+                Ok(n) if n > 0 => log::info!("retention: deleted {n} old rows"),
+                Ok(_) => {}
+                Err(e) => log::warn!("retention: {e}"),
+            }
+        }
+        let store_task = ex.spawn(store_task(store, rx, live.clone()));
+        let agents: Vec<_> = targets
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| ex.spawn(agent_task(i, t.spec, t.token, tx.clone(), live.clone())))
+            .collect();
+        drop(tx);
+        while !stop.load(Ordering::SeqCst) {
+            smol::Timer::after(Duration::from_millis(50)).await;
+        }
+        // Cancel the agent tasks (dropping their senders), then let the store drain.
+        for a in agents {
+            a.cancel().await;
+        }
+        let store = store_task.await;
+        Ok(store)
+    })
+    .await
+}

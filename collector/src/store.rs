@@ -1,0 +1,1025 @@
+//! The SQLite store: one file, WAL mode, a schema version with migrations.
+//!
+//! Tables: `hosts` (the collector's labels), `instances` (one row per agent instance with its
+//! `Hello` kept as postcard so disk/NIC indices resolve), `samples` and `events` (the postcard
+//! bodies as received, keyed by `(instance, seq)`, WITHOUT ROWID so nothing is stored twice and
+//! a row costs little more than its body), `gaps` (every known-missing range with its reason).
+//!
+//! `instances.last_seq` is the committed high-water mark of an instance (records and `Gone`
+//! ranges): a reconnecting collector resumes after it.
+//!
+//! The analysis reads through [`Store::load_window`] (decoded samples, events and gaps per host
+//! over a time window) and [`Store::summary`] (counts only).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use nasprobe_proto::{Event, Hello, Sample};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use crate::model;
+
+/// Reason of a gap left by an agent restart (the old instance's tail and the downtime).
+pub const REASON_RESTART: &str = "agent restarted";
+/// Reason of a gap announced by the agent with `Gone` (its ring overwrote the range).
+pub const REASON_RING: &str = "ring overwrote";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "database {path}: disk full (SQLITE_FULL); writes are paused and retried until space returns"
+    )]
+    Full { path: PathBuf },
+    #[error(
+        "database {path} is locked by another process (SQLITE_BUSY); writes are paused and retried"
+    )]
+    Locked { path: PathBuf },
+    #[error(
+        "database {path} was written by a newer nasprobe (schema {found}, this one knows up to {known})"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("database {path}: cannot create its directory: {source}")]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("database {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("database {path}: stored {what} does not decode (corrupt row?)")]
+    Decode { path: PathBuf, what: &'static str },
+}
+
+impl StoreError {
+    /// Full disk or a lock: worth retrying as is.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Full { .. } | StoreError::Locked { .. })
+    }
+}
+
+/// Schema migrations; version N is reached by applying the first N entries.
+const MIGRATIONS: &[&str] = &[
+    // 1: the tables.
+    "CREATE TABLE hosts(
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        address TEXT NOT NULL,
+        first_seen_ms INTEGER NOT NULL
+     );
+     CREATE TABLE instances(
+        id INTEGER PRIMARY KEY,
+        host INTEGER NOT NULL REFERENCES hosts(id),
+        instance_id INTEGER NOT NULL,
+        started_ms INTEGER NOT NULL,
+        first_seen_ms INTEGER NOT NULL,
+        host_name TEXT NOT NULL,
+        interval_ms INTEGER NOT NULL,
+        hello BLOB NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        last_ms INTEGER NOT NULL DEFAULT 0,
+        UNIQUE(host, instance_id)
+     );
+     CREATE TABLE samples(
+        instance INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        time_ms INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY(instance, seq)
+     ) WITHOUT ROWID;
+     CREATE TABLE events(
+        instance INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        time_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        pid INTEGER,
+        name TEXT,
+        body BLOB NOT NULL,
+        PRIMARY KEY(instance, seq)
+     ) WITHOUT ROWID;
+     CREATE TABLE gaps(
+        id INTEGER PRIMARY KEY,
+        host INTEGER NOT NULL REFERENCES hosts(id),
+        instance INTEGER NOT NULL,
+        from_seq INTEGER,
+        to_seq INTEGER,
+        from_ms INTEGER NOT NULL,
+        to_ms INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        UNIQUE(instance, from_seq)
+     );",
+    // 2: queries by time and kind over events and gaps.
+    "CREATE INDEX events_time ON events(time_ms);
+     CREATE INDEX events_kind ON events(kind, time_ms);
+     CREATE INDEX gaps_time ON gaps(to_ms);",
+];
+
+/// The newest schema this build knows.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Where the database goes when `--db` is not given: `$XDG_DATA_HOME/nasprobe/nasprobe.db`.
+pub fn default_path() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("nasprobe")
+        .join("nasprobe.db")
+}
+
+/// What the store answers when a connection brings an agent's `Hello`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    /// Row id of the instance: records of this connection are written under it.
+    pub instance: i64,
+    /// Resume after this sequence number (0: send everything held).
+    pub after_seq: u64,
+    /// True when this instance was not known before.
+    pub new_instance: bool,
+}
+
+/// One item of a write batch.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Sample {
+        instance: i64,
+        seq: u64,
+        time_ms: u64,
+        body: Vec<u8>,
+    },
+    Event {
+        instance: i64,
+        seq: u64,
+        time_ms: u64,
+        kind: &'static str,
+        pid: Option<u32>,
+        name: String,
+        body: Vec<u8>,
+    },
+    /// The agent's `Gone`: `from_seq..=to_seq` of that instance are lost.
+    Gone {
+        instance: i64,
+        from_seq: u64,
+        to_seq: u64,
+    },
+}
+
+impl Item {
+    /// Builds the item for one record of the stream (`body` = bytes as received).
+    pub fn from_record(instance: i64, r: &nasprobe_proto::Record, body: Vec<u8>) -> Item {
+        match &r.body {
+            nasprobe_proto::RecordBody::Sample(_) => Item::Sample {
+                instance,
+                seq: r.seq,
+                time_ms: r.time_ms,
+                body,
+            },
+            nasprobe_proto::RecordBody::Event(e) => {
+                let (pid, name) = model::event_subject(e);
+                Item::Event {
+                    instance,
+                    seq: r.seq,
+                    time_ms: r.time_ms,
+                    kind: model::event_kind(e),
+                    pid,
+                    name,
+                    body,
+                }
+            }
+        }
+    }
+}
+
+/// An agent instance as stored.
+#[derive(Debug, Clone)]
+pub struct InstanceInfo {
+    pub row: i64,
+    pub instance_id: u64,
+    pub started_ms: u64,
+    pub first_seen_ms: u64,
+    pub last_seq: u64,
+    pub last_ms: u64,
+    /// The newest `Hello` of this instance (its inventory resolves disk and NIC indices).
+    pub hello: Hello,
+}
+
+/// A stored sample, kept as its postcard body (~250 bytes; a decoded `Sample` is ~20 KB
+/// because its lists have fixed capacity): decode one at a time with [`StoredSample::decode`].
+/// `instance` indexes `HostWindow::instances`.
+#[derive(Debug, Clone)]
+pub struct StoredSample {
+    pub instance: usize,
+    pub seq: u64,
+    pub time_ms: u64,
+    pub body: Vec<u8>,
+}
+
+impl HostWindow {
+    /// Samples with the `Hello` of their instance, decoded one at a time, in time order.
+    pub fn decoded(&self) -> impl Iterator<Item = (&Hello, &StoredSample, Sample)> + '_ {
+        self.samples
+            .iter()
+            .map(|s| (&self.instances[s.instance].hello, s, s.decode()))
+    }
+}
+
+impl StoredSample {
+    /// The decoded sample (checked at load time: this does not fail for loaded rows).
+    pub fn decode(&self) -> Sample {
+        postcard::from_bytes(&self.body).unwrap_or_else(|_| unreachable!("checked at load"))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub instance: usize,
+    pub seq: u64,
+    pub time_ms: u64,
+    pub event: Event,
+}
+
+/// A known-missing range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    pub host: String,
+    /// Agent instance id the missing records belong to (for a restart: the new instance).
+    pub instance_id: u64,
+    pub from_seq: Option<u64>,
+    pub to_seq: Option<u64>,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    /// Samples missing (exact for `Gone`, estimated from the interval for restarts).
+    pub samples: u64,
+    pub reason: String,
+}
+
+/// Everything stored for one host over a window, in time order.
+#[derive(Debug, Clone)]
+pub struct HostWindow {
+    pub host: String,
+    pub address: String,
+    /// Instances with data in the window, oldest first.
+    pub instances: Vec<InstanceInfo>,
+    pub samples: Vec<StoredSample>,
+    pub events: Vec<StoredEvent>,
+    pub gaps: Vec<Gap>,
+}
+
+/// Counts for one host over a window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSummary {
+    pub host: String,
+    pub address: String,
+    pub instances: u64,
+    pub samples: u64,
+    pub events: u64,
+    pub first_ms: Option<u64>,
+    pub last_ms: Option<u64>,
+    pub gaps: Vec<Gap>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// Gone gaps whose end time waits for the next record of their instance: instance → to_seq.
+    open_gaps: HashMap<i64, u64>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| classify(path, e))?;
+        let mut s = Store {
+            conn,
+            path: path.to_path_buf(),
+            open_gaps: HashMap::new(),
+        };
+        s.setup().map_err(|e| s.err(e))?;
+        s.migrate()?;
+        Ok(s)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The raw connection, for tests and tools (`PRAGMA integrity_check`, ad-hoc queries).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        classify(&self.path, e)
+    }
+
+    fn setup(&self) -> rusqlite::Result<()> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        self.conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))?;
+        self.conn.execute_batch(
+            "PRAGMA synchronous=NORMAL;
+             CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);",
+        )?;
+        Ok(())
+    }
+
+    /// The schema version stored in the file.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("SELECT MAX(version) FROM schema_version", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .map(|v| v.unwrap_or(0))
+            .map_err(|e| self.err(e))
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        self.migrate_to(SCHEMA_VERSION)
+    }
+
+    /// Applies migrations up to `target` (tests use it to build old files).
+    pub fn migrate_to(&mut self, target: i64) -> Result<(), StoreError> {
+        let found = self.schema_version()?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                known: SCHEMA_VERSION,
+            });
+        }
+        for v in found + 1..=target {
+            let tx = self
+                .conn
+                .transaction()
+                .map_err(|e| classify(&self.path, e))?;
+            tx.execute_batch(MIGRATIONS[(v - 1) as usize])
+                .and_then(|_| {
+                    tx.execute("DELETE FROM schema_version", [])?;
+                    tx.execute("INSERT INTO schema_version(version) VALUES (?1)", [v])
+                })
+                .map_err(|e| classify(&self.path, e))?;
+            tx.commit().map_err(|e| classify(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Records a connection's `Hello` for host `name` at `address` and answers where to resume.
+    ///
+    /// A new instance of a host that had another one before gets a gap "agent restarted" from
+    /// the old instance's last record to the new instance's start.
+    pub fn register(
+        &mut self,
+        name: &str,
+        address: &str,
+        hello: &Hello,
+    ) -> Result<Registration, StoreError> {
+        let path = self.path.clone();
+        let e = |e| classify(&path, e);
+        let now = now_ms();
+        let blob = postcard::to_allocvec(hello).expect("Hello encodes");
+        let tx = self.conn.transaction().map_err(e)?;
+        tx.execute(
+            "INSERT INTO hosts(name, address, first_seen_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(name) DO UPDATE SET address = excluded.address",
+            params![name, address, now as i64],
+        )
+        .map_err(e)?;
+        let host: i64 = tx
+            .query_row("SELECT id FROM hosts WHERE name = ?1", [name], |r| r.get(0))
+            .map_err(e)?;
+        let known: Option<(i64, i64)> = tx
+            .query_row(
+                "SELECT id, last_seq FROM instances WHERE host = ?1 AND instance_id = ?2",
+                params![host, hello.instance_id as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(e)?;
+        let reg = if let Some((row, last_seq)) = known {
+            // The inventory may have grown (new devices get new indices at the end).
+            tx.execute(
+                "UPDATE instances SET hello = ?1 WHERE id = ?2",
+                params![blob, row],
+            )
+            .map_err(e)?;
+            Registration {
+                instance: row,
+                after_seq: last_seq as u64,
+                new_instance: false,
+            }
+        } else {
+            let prev: Option<(i64, i64, i64, i64, i64)> = tx
+                .query_row(
+                    "SELECT id, last_seq, last_ms, started_ms, interval_ms FROM instances
+                     WHERE host = ?1 ORDER BY first_seen_ms DESC, id DESC LIMIT 1",
+                    [host],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                )
+                .optional()
+                .map_err(e)?;
+            tx.execute(
+                "INSERT INTO instances(host, instance_id, started_ms, first_seen_ms, host_name,
+                                       interval_ms, hello, last_seq, last_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 0)",
+                params![
+                    host,
+                    hello.instance_id as i64,
+                    hello.started_ms as i64,
+                    now as i64,
+                    hello.host_name.as_str(),
+                    hello.interval_ms,
+                    blob
+                ],
+            )
+            .map_err(e)?;
+            let row = tx.last_insert_rowid();
+            if let Some((_, _, last_ms, started_ms, _)) = prev {
+                let from_ms = if last_ms > 0 { last_ms } else { started_ms } as u64;
+                let to_ms = hello.started_ms.max(from_ms);
+                let interval = u64::from(hello.interval_ms.max(1));
+                let missing = ((to_ms - from_ms) / interval).saturating_sub(1);
+                tx.execute(
+                    "INSERT INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
+                     VALUES (?1, ?2, NULL, NULL, ?3, ?4, ?5, ?6)",
+                    params![host, row, from_ms as i64, to_ms as i64, missing as i64, REASON_RESTART],
+                )
+                .map_err(e)?;
+            }
+            Registration {
+                instance: row,
+                after_seq: 0,
+                new_instance: true,
+            }
+        };
+        tx.commit().map_err(e)?;
+        Ok(reg)
+    }
+
+    /// Writes a batch in one transaction. Records already stored are skipped (never stored
+    /// twice). On error nothing of the batch is kept: retry the same batch.
+    pub fn write_batch(&mut self, items: &[Item]) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |e| classify(&path, e);
+        let mut open_gaps = self.open_gaps.clone();
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut ins_sample = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO samples(instance, seq, time_ms, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(e)?;
+            let mut ins_event = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO events(instance, seq, time_ms, kind, pid, name, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(e)?;
+            let mut fix_gap = tx
+                .prepare_cached(
+                    "UPDATE gaps SET to_ms = ?3 WHERE instance = ?1 AND to_seq = ?2 AND reason = ?4",
+                )
+                .map_err(e)?;
+            let mut marks: HashMap<i64, (u64, u64)> = HashMap::new();
+            for it in items {
+                let (instance, seq, time_ms) = match it {
+                    Item::Sample {
+                        instance,
+                        seq,
+                        time_ms,
+                        body,
+                    } => {
+                        ins_sample
+                            .execute(params![instance, *seq as i64, *time_ms as i64, body])
+                            .map_err(e)?;
+                        (*instance, *seq, *time_ms)
+                    }
+                    Item::Event {
+                        instance,
+                        seq,
+                        time_ms,
+                        kind,
+                        pid,
+                        name,
+                        body,
+                    } => {
+                        ins_event
+                            .execute(params![
+                                instance,
+                                *seq as i64,
+                                *time_ms as i64,
+                                kind,
+                                pid,
+                                name,
+                                body
+                            ])
+                            .map_err(e)?;
+                        (*instance, *seq, *time_ms)
+                    }
+                    Item::Gone {
+                        instance,
+                        from_seq,
+                        to_seq,
+                    } => {
+                        // The gap starts at the last record before it.
+                        let (last_ms, started_ms, interval): (i64, i64, i64) = tx
+                            .query_row(
+                                "SELECT last_ms, started_ms, interval_ms FROM instances WHERE id = ?1",
+                                [instance],
+                                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                            )
+                            .map_err(e)?;
+                        let mark_ms = marks.get(instance).map(|m| m.1).unwrap_or(0);
+                        let from_ms = (last_ms as u64).max(mark_ms);
+                        let from_ms = if from_ms == 0 {
+                            started_ms as u64
+                        } else {
+                            from_ms
+                        };
+                        let n = to_seq - from_seq + 1;
+                        tx.execute(
+                            "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
+                             SELECT host, id, ?2, ?3, ?4, ?5, ?6, ?7 FROM instances WHERE id = ?1",
+                            params![
+                                instance,
+                                *from_seq as i64,
+                                *to_seq as i64,
+                                from_ms as i64,
+                                (from_ms + (n + 1) * interval.max(1) as u64) as i64,
+                                n as i64,
+                                REASON_RING
+                            ],
+                        )
+                        .map_err(e)?;
+                        open_gaps.insert(*instance, *to_seq);
+                        let m = marks.entry(*instance).or_insert((0, 0));
+                        m.0 = m.0.max(*to_seq);
+                        continue;
+                    }
+                };
+                if let Some(to_seq) = open_gaps.get(&instance).copied()
+                    && seq > to_seq
+                {
+                    fix_gap
+                        .execute(params![
+                            instance,
+                            to_seq as i64,
+                            time_ms as i64,
+                            REASON_RING
+                        ])
+                        .map_err(e)?;
+                    open_gaps.remove(&instance);
+                }
+                let m = marks.entry(instance).or_insert((0, 0));
+                m.0 = m.0.max(seq);
+                m.1 = m.1.max(time_ms);
+            }
+            let mut upd = tx
+                .prepare_cached(
+                    "UPDATE instances SET last_seq = MAX(last_seq, ?2), last_ms = MAX(last_ms, ?3)
+                     WHERE id = ?1",
+                )
+                .map_err(e)?;
+            for (inst, (seq, ms)) in &marks {
+                upd.execute(params![inst, *seq as i64, *ms as i64])
+                    .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)?;
+        self.open_gaps = open_gaps;
+        Ok(())
+    }
+
+    /// The committed high-water mark of an agent instance of a host, if known.
+    pub fn resume_point(&self, host: &str, instance_id: u64) -> Result<Option<u64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT i.last_seq FROM instances i JOIN hosts h ON h.id = i.host
+                 WHERE h.name = ?1 AND i.instance_id = ?2",
+                params![host, instance_id as i64],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+            .map(|o| o.map(|v| v as u64))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Smallest sample seq of `instance` whose time is at or after `t` (time grows with seq
+    /// within an instance): a binary search over the primary key, no time index needed.
+    fn seq_at_or_after(&self, instance: i64, lo: u64, hi: u64, t: u64) -> rusqlite::Result<u64> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, time_ms FROM samples WHERE instance = ?1 AND seq >= ?2 ORDER BY seq LIMIT 1",
+        )?;
+        let (mut lo, mut hi) = (lo, hi + 1); // answer in [lo, hi]; hi = "none"
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let row: Option<(i64, i64)> = stmt
+                .query_row(params![instance, mid as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            match row {
+                Some((seq, time)) if (time as u64) < t => lo = seq as u64 + 1,
+                Some(_) => hi = mid,
+                None => hi = mid,
+            }
+        }
+        Ok(lo)
+    }
+
+    /// Sample seq range `[lo, hi]` of an instance within `[from, to]` ms, or None.
+    fn seq_range(
+        &self,
+        instance: i64,
+        from: Option<u64>,
+        to: Option<u64>,
+    ) -> rusqlite::Result<Option<(u64, u64)>> {
+        let (min, max): (Option<i64>, Option<i64>) = self.conn.query_row(
+            "SELECT MIN(seq), MAX(seq) FROM samples WHERE instance = ?1",
+            [instance],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let (Some(min), Some(max)) = (min, max) else {
+            return Ok(None);
+        };
+        let (min, max) = (min as u64, max as u64);
+        let lo = match from {
+            Some(f) => self.seq_at_or_after(instance, min, max, f)?,
+            None => min,
+        };
+        let hi = match to {
+            Some(t) => match self.seq_at_or_after(instance, min, max, t.saturating_add(1))? {
+                0 => return Ok(None),
+                s => s - 1,
+            },
+            None => max,
+        };
+        Ok((lo <= hi).then_some((lo, hi)))
+    }
+
+    fn instances(&self) -> rusqlite::Result<Vec<(String, String, i64, InstanceRaw)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT h.name, h.address, h.id, i.id, i.instance_id, i.started_ms, i.first_seen_ms,
+                    i.last_seq, i.last_ms, i.hello
+             FROM instances i JOIN hosts h ON h.id = i.host
+             ORDER BY h.name, i.first_seen_ms, i.id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                InstanceRaw {
+                    row: r.get(3)?,
+                    instance_id: r.get::<_, i64>(4)? as u64,
+                    started_ms: r.get::<_, i64>(5)? as u64,
+                    first_seen_ms: r.get::<_, i64>(6)? as u64,
+                    last_seq: r.get::<_, i64>(7)? as u64,
+                    last_ms: r.get::<_, i64>(8)? as u64,
+                    hello: r.get(9)?,
+                },
+            ))
+        })?;
+        rows.collect()
+    }
+
+    fn gaps(&self, from: Option<u64>, to: Option<u64>) -> rusqlite::Result<Vec<Gap>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT h.name, i.instance_id, g.from_seq, g.to_seq, g.from_ms, g.to_ms, g.samples, g.reason
+             FROM gaps g JOIN hosts h ON h.id = g.host JOIN instances i ON i.id = g.instance
+             WHERE g.to_ms >= ?1 AND g.from_ms <= ?2
+             ORDER BY h.name, g.from_ms, g.id",
+        )?;
+        let rows = stmt.query_map(
+            params![from.unwrap_or(0) as i64, to.map_or(i64::MAX, |t| t as i64)],
+            |r| {
+                Ok(Gap {
+                    host: r.get(0)?,
+                    instance_id: r.get::<_, i64>(1)? as u64,
+                    from_seq: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+                    to_seq: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    from_ms: r.get::<_, i64>(4)? as u64,
+                    to_ms: r.get::<_, i64>(5)? as u64,
+                    samples: r.get::<_, i64>(6)? as u64,
+                    reason: r.get(7)?,
+                })
+            },
+        )?;
+        rows.collect()
+    }
+
+    /// Everything stored in `[from_ms, to_ms]` (None: unbounded), decoded, one entry per host
+    /// (sorted by name), samples and events in time order. This is what the verdict consumes.
+    ///
+    /// Cost: per instance two short binary searches over the primary key, then one range scan;
+    /// no time index on samples is needed (it would cost ~30 bytes per sample).
+    pub fn load_window(
+        &self,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+    ) -> Result<Vec<HostWindow>, StoreError> {
+        let e = |e| self.err(e);
+        let mut out: Vec<HostWindow> = Vec::new();
+        let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
+        let mut sample_stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, body FROM samples WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
+            )
+            .map_err(e)?;
+        let mut event_stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, body FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
+            )
+            .map_err(e)?;
+        for (name, address, _host, raw) in self.instances().map_err(e)? {
+            if out.last().is_none_or(|w| w.host != name) {
+                out.push(HostWindow {
+                    host: name.clone(),
+                    address,
+                    instances: Vec::new(),
+                    samples: Vec::new(),
+                    events: Vec::new(),
+                    gaps: gaps.iter().filter(|g| g.host == name).cloned().collect(),
+                });
+            }
+            let w = out.last_mut().expect("pushed above");
+            let idx = w.instances.len();
+            let mut any = false;
+            if let Some((lo, hi)) = self.seq_range(raw.row, from_ms, to_ms).map_err(e)? {
+                let rows = sample_stmt
+                    .query_map(params![raw.row, lo as i64, hi as i64], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, Vec<u8>>(2)?,
+                        ))
+                    })
+                    .map_err(e)?;
+                for row in rows {
+                    let (seq, time_ms, body) = row.map_err(e)?;
+                    let time_ms = time_ms as u64;
+                    if from_ms.is_some_and(|f| time_ms < f) || to_ms.is_some_and(|t| time_ms > t) {
+                        continue; // a clock step inside the instance
+                    }
+                    // Validate now so that `StoredSample::decode` cannot fail later.
+                    postcard::from_bytes::<Sample>(&body).map_err(|_| StoreError::Decode {
+                        path: self.path.clone(),
+                        what: "sample",
+                    })?;
+                    w.samples.push(StoredSample {
+                        instance: idx,
+                        seq: seq as u64,
+                        time_ms,
+                        body,
+                    });
+                    any = true;
+                }
+            }
+            let rows = event_stmt
+                .query_map(
+                    params![
+                        raw.row,
+                        from_ms.unwrap_or(0) as i64,
+                        to_ms.map_or(i64::MAX, |t| t as i64)
+                    ],
+                    |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, Vec<u8>>(2)?,
+                        ))
+                    },
+                )
+                .map_err(e)?;
+            for row in rows {
+                let (seq, time_ms, body) = row.map_err(e)?;
+                let event: Event = postcard::from_bytes(&body).map_err(|_| StoreError::Decode {
+                    path: self.path.clone(),
+                    what: "event",
+                })?;
+                w.events.push(StoredEvent {
+                    instance: idx,
+                    seq: seq as u64,
+                    time_ms: time_ms as u64,
+                    event,
+                });
+                any = true;
+            }
+            if any || w.gaps.iter().any(|g| g.instance_id == raw.instance_id) {
+                let hello: Hello =
+                    postcard::from_bytes(&raw.hello).map_err(|_| StoreError::Decode {
+                        path: self.path.clone(),
+                        what: "hello",
+                    })?;
+                w.instances.push(InstanceInfo {
+                    row: raw.row,
+                    instance_id: raw.instance_id,
+                    started_ms: raw.started_ms,
+                    first_seen_ms: raw.first_seen_ms,
+                    last_seq: raw.last_seq,
+                    last_ms: raw.last_ms,
+                    hello,
+                });
+            }
+        }
+        for w in &mut out {
+            w.samples.sort_by_key(|s| s.time_ms);
+            w.events.sort_by_key(|s| s.time_ms);
+        }
+        out.retain(|w| !w.instances.is_empty());
+        Ok(out)
+    }
+
+    /// Counts per host over `[from_ms, to_ms]` without decoding anything.
+    pub fn summary(
+        &self,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+    ) -> Result<Vec<HostSummary>, StoreError> {
+        let e = |e| self.err(e);
+        let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
+        let mut out: Vec<HostSummary> = Vec::new();
+        for (name, address, _host, raw) in self.instances().map_err(e)? {
+            if out.last().is_none_or(|w| w.host != name) {
+                out.push(HostSummary {
+                    host: name.clone(),
+                    address,
+                    instances: 0,
+                    samples: 0,
+                    events: 0,
+                    first_ms: None,
+                    last_ms: None,
+                    gaps: gaps.iter().filter(|g| g.host == name).cloned().collect(),
+                });
+            }
+            let s = out.last_mut().expect("pushed above");
+            if let Some((lo, hi)) = self.seq_range(raw.row, from_ms, to_ms).map_err(e)? {
+                let (n, first, last): (i64, i64, i64) = self
+                    .conn
+                    .query_row(
+                        "SELECT COUNT(*), MIN(time_ms), MAX(time_ms) FROM samples
+                         WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3",
+                        params![raw.row, lo as i64, hi as i64],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .map_err(e)?;
+                s.instances += 1;
+                s.samples += n as u64;
+                s.first_ms = Some(s.first_ms.map_or(first as u64, |f| f.min(first as u64)));
+                s.last_ms = Some(s.last_ms.map_or(last as u64, |l| l.max(last as u64)));
+            }
+            let ev: i64 = self
+                .conn
+                .query_row(
+                    "SELECT COUNT(*) FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3",
+                    params![
+                        raw.row,
+                        from_ms.unwrap_or(0) as i64,
+                        to_ms.map_or(i64::MAX, |t| t as i64)
+                    ],
+                    |r| r.get(0),
+                )
+                .map_err(e)?;
+            s.events += ev as u64;
+        }
+        Ok(out)
+    }
+
+    /// Every seq stored for a host's instance (samples and events), ascending: for tests.
+    pub fn seqs(&self, instance_row: i64) -> Result<Vec<u64>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT seq FROM samples WHERE instance = ?1 UNION ALL
+                 SELECT seq FROM events WHERE instance = ?1 ORDER BY 1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([instance_row], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.err(e))?;
+        rows.map(|r| r.map(|v| v as u64).map_err(|e| self.err(e)))
+            .collect()
+    }
+
+    /// Deletes everything older than `cutoff_ms`; returns the number of rows deleted.
+    pub fn apply_retention(&mut self, cutoff_ms: u64) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let e = |e| classify(&path, e);
+        let rows: Vec<(i64, u64)> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, last_ms FROM instances")
+                .map_err(e)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+                .map_err(e)?
+                .collect::<Result<_, _>>()
+                .map_err(e)?
+        };
+        let mut bounds = Vec::new();
+        for (inst, _) in &rows {
+            // First sample seq at/after the cutoff: everything before it goes.
+            if let Some((min, max)) = self.seq_range(*inst, None, None).map_err(e)? {
+                let keep_from = self
+                    .seq_at_or_after(*inst, min, max, cutoff_ms)
+                    .map_err(e)?;
+                bounds.push((*inst, keep_from));
+            }
+        }
+        let tx = self.conn.transaction().map_err(e)?;
+        let mut n = 0;
+        for (inst, keep_from) in bounds {
+            n += tx
+                .execute(
+                    "DELETE FROM samples WHERE instance = ?1 AND seq < ?2",
+                    params![inst, keep_from as i64],
+                )
+                .map_err(e)?;
+        }
+        n += tx
+            .execute("DELETE FROM events WHERE time_ms < ?1", [cutoff_ms as i64])
+            .map_err(e)?;
+        n += tx
+            .execute("DELETE FROM gaps WHERE to_ms < ?1", [cutoff_ms as i64])
+            .map_err(e)?;
+        // Instances with nothing left and older than the cutoff; keep the newest of each host
+        // (it is the resume point).
+        n += tx
+            .execute(
+                "DELETE FROM instances WHERE last_ms < ?1
+                   AND id NOT IN (SELECT MAX(id) FROM instances GROUP BY host)
+                   AND NOT EXISTS (SELECT 1 FROM samples s WHERE s.instance = instances.id)
+                   AND NOT EXISTS (SELECT 1 FROM events v WHERE v.instance = instances.id)
+                   AND NOT EXISTS (SELECT 1 FROM gaps g WHERE g.instance = instances.id)",
+                [cutoff_ms as i64],
+            )
+            .map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(n)
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        self.conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Bytes the file (plus WAL) uses.
+    pub fn file_bytes(&self) -> u64 {
+        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
+        [&self.path, &wal]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+}
+
+struct InstanceRaw {
+    row: i64,
+    instance_id: u64,
+    started_ms: u64,
+    first_seen_ms: u64,
+    last_seq: u64,
+    last_ms: u64,
+    hello: Vec<u8>,
+}
+
+fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
+    let path = path.to_path_buf();
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        match f.code {
+            ErrorCode::DiskFull => return StoreError::Full { path },
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+                return StoreError::Locked { path };
+            }
+            ErrorCode::SystemIoFailure
+                if f.extended_code == rusqlite::ffi::SQLITE_IOERR_WRITE
+                    || f.extended_code == rusqlite::ffi::SQLITE_IOERR_FSYNC =>
+            {
+                // ENOSPC can surface as a write I/O error on some file systems.
+                return StoreError::Sqlite { path, source: e };
+            }
+            _ => {}
+        }
+    }
+    StoreError::Sqlite { path, source: e }
+}
