@@ -93,15 +93,13 @@ impl ClientError {
     }
 }
 
-/// Reads a token file: its bytes with trailing ASCII whitespace removed (so a hand-written file
-/// ending in a newline works). See `docs/protocol.md`.
+/// Reads a token file the way the agent does: its bytes with surrounding ASCII whitespace
+/// trimmed (the agent writes 64 hex characters and a newline).
 pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context;
-    let mut t = std::fs::read(path)
+    let raw = std::fs::read(path)
         .with_context(|| format!("cannot read token file {}", path.display()))?;
-    while t.last().is_some_and(|b| b.is_ascii_whitespace()) {
-        t.pop();
-    }
+    let t = raw.trim_ascii().to_vec();
     anyhow::ensure!(!t.is_empty(), "token file {} is empty", path.display());
     Ok(t)
 }
