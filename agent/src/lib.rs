@@ -5,6 +5,7 @@ pub mod config;
 pub mod daemon;
 pub mod parse;
 pub mod ring;
+pub mod sample_cmd;
 pub mod sampler;
 pub mod server;
 pub mod token;

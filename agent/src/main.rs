@@ -68,9 +68,10 @@ fn main() {
             println!("nasprobe-agent {}", env!("CARGO_PKG_VERSION"));
             exit::OK
         }
-        Command::Sample { .. } => {
-            eprintln!("nasprobe-agent: not implemented yet");
-            exit::FAILURE
+        Command::Sample { count, json } => {
+            // Warnings (a malformed file, a full table) go to stderr; the samples to stdout.
+            let _ = daemon::init_logging(cfg.log_file.as_deref());
+            nasprobe_agent::sample_cmd::run(&cfg, count, json)
         }
         Command::Serve => match serve(cfg) {
             Ok(()) => exit::OK,

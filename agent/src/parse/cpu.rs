@@ -123,11 +123,29 @@ processes 10723\nprocs_running 7\nprocs_blocked 1\nsoftirq 1 2 3\n";
     #[test]
     fn bad_input() {
         let mut p = ProcStat::default();
-        assert_eq!(parse_stat(b"", &mut p), Err(ParseError::Truncated("no cpu line")));
-        assert_eq!(parse_stat(b"cpu 1 2", &mut p), Err(ParseError::Truncated("cpu line")));
-        assert_eq!(parse_stat(b"cpu 1 2 x 4", &mut p), Err(ParseError::Malformed("cpu ticks")));
-        assert_eq!(parse_stat(b"cpu 1 2 3 4\nctxt", &mut p), Err(ParseError::Truncated("stat counter")));
-        assert_eq!(parse_stat(b"cpu 1 2 3 4\ncpu999 1 2 3 4", &mut p), Err(ParseError::Full("MAX_CPUS")));
-        assert_eq!(parse_stat(b"cpu 1 2 3 4\ncpuX 1 2 3 4", &mut p), Err(ParseError::Malformed("cpu number")));
+        assert_eq!(
+            parse_stat(b"", &mut p),
+            Err(ParseError::Truncated("no cpu line"))
+        );
+        assert_eq!(
+            parse_stat(b"cpu 1 2", &mut p),
+            Err(ParseError::Truncated("cpu line"))
+        );
+        assert_eq!(
+            parse_stat(b"cpu 1 2 x 4", &mut p),
+            Err(ParseError::Malformed("cpu ticks"))
+        );
+        assert_eq!(
+            parse_stat(b"cpu 1 2 3 4\nctxt", &mut p),
+            Err(ParseError::Truncated("stat counter"))
+        );
+        assert_eq!(
+            parse_stat(b"cpu 1 2 3 4\ncpu999 1 2 3 4", &mut p),
+            Err(ParseError::Full("MAX_CPUS"))
+        );
+        assert_eq!(
+            parse_stat(b"cpu 1 2 3 4\ncpuX 1 2 3 4", &mut p),
+            Err(ParseError::Malformed("cpu number"))
+        );
     }
 }

@@ -47,14 +47,21 @@ pub fn parse_disk_line(line: &[u8]) -> Result<DiskLine<'_>, ParseError> {
     let name = f.next().ok_or(ParseError::Truncated("diskstats name"))?;
     let mut c = [0u64; DISK_FIELDS];
     for slot in c.iter_mut() {
-        let v = f.next().ok_or(ParseError::Truncated("diskstats counters"))?;
+        let v = f
+            .next()
+            .ok_or(ParseError::Truncated("diskstats counters"))?;
         *slot = parse_u64(v).ok_or(ParseError::Malformed("diskstats counter"))?;
     }
     // Any further fields (discards, flushes) must still be numbers: garbage means a damaged line.
     for v in f {
         parse_u64(v).ok_or(ParseError::Malformed("diskstats counter"))?;
     }
-    Ok(DiskLine { major, minor, name, c })
+    Ok(DiskLine {
+        major,
+        minor,
+        name,
+        c,
+    })
 }
 
 /// The whole disk a partition name belongs to, by the kernel's naming rules: `sda3` → `sda`,
@@ -78,7 +85,9 @@ pub fn partition_parent(name: &[u8]) -> Option<&[u8]> {
     // "<disk ending in a digit>p<N>"
     if let Some(base) = stem.strip_suffix(b"p")
         && base.last().is_some_and(|b| b.is_ascii_digit())
-        && [&b"mmcblk"[..], b"nvme", b"md", b"loop", b"nbd"].iter().any(|p| base.starts_with(p))
+        && [&b"mmcblk"[..], b"nvme", b"md", b"loop", b"nbd"]
+            .iter()
+            .any(|p| base.starts_with(p))
     {
         return Some(base);
     }
@@ -117,7 +126,9 @@ mod tests {
 
     #[test]
     fn parents() {
-        let p = |s: &str| partition_parent(s.as_bytes()).map(|p| std::str::from_utf8(p).unwrap().to_string());
+        let p = |s: &str| {
+            partition_parent(s.as_bytes()).map(|p| std::str::from_utf8(p).unwrap().to_string())
+        };
         assert_eq!(p("sda3").as_deref(), Some("sda"));
         assert_eq!(p("sdab12").as_deref(), Some("sdab"));
         assert_eq!(p("hdb1").as_deref(), Some("hdb"));

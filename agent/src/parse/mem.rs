@@ -75,7 +75,8 @@ pub fn estimate_available(m: &MemInfo, min_free_kib: Option<u64>) -> Option<u64>
         _ => m.cached.unwrap_or(0) + m.buffers.unwrap_or(0),
     };
     let srecl = m.sreclaimable.unwrap_or(0);
-    let avail = free.saturating_sub(reserve) + file - (file / 2).min(low) + srecl - (srecl / 2).min(low);
+    let avail =
+        free.saturating_sub(reserve) + file - (file / 2).min(low) + srecl - (srecl / 2).min(low);
     Some(match m.total {
         Some(t) => avail.min(t),
         None => avail,
@@ -104,7 +105,9 @@ pub fn parse_vmstat(buf: &[u8]) -> Result<VmStat, ParseError> {
         let mut f = fields(line);
         let Some(name) = f.next() else { continue };
         let val = || -> Result<u64, ParseError> {
-            let s = fields(line).nth(1).ok_or(ParseError::Truncated("vmstat value"))?;
+            let s = fields(line)
+                .nth(1)
+                .ok_or(ParseError::Truncated("vmstat value"))?;
             parse_u64(s).ok_or(ParseError::Malformed("vmstat value"))
         };
         match name {
@@ -149,7 +152,10 @@ Dirty: 3 kB\nWriteback: 4 kB\nSwapTotal: 50 kB\nSwapFree: 40 kB\nSReclaimable: 6
         .unwrap();
         assert_eq!(m.total, Some(8024512));
         assert_eq!(m.available, Some(5000));
-        assert_eq!((m.dirty, m.writeback, m.swap_free), (Some(3), Some(4), Some(40)));
+        assert_eq!(
+            (m.dirty, m.writeback, m.swap_free),
+            (Some(3), Some(4), Some(40))
+        );
         // free 1000 - reserve 150 + file 300 - min(150, 125) + srecl 60 - min(30, 125)
         assert_eq!(estimate_available(&m, Some(100)), Some(850 + 175 + 30));
         assert_eq!(estimate_available(&m, None), Some(1000 + 300 + 60));
@@ -163,7 +169,10 @@ Dirty: 3 kB\nWriteback: 4 kB\nSwapTotal: 50 kB\nSwapFree: 40 kB\nSReclaimable: 6
             parse_meminfo(b"MemTotal: 1 kB\nMemFree: x kB\n"),
             Err(ParseError::Malformed("meminfo value"))
         );
-        assert_eq!(parse_meminfo(b"MemTotal: 1 kB\nMemFree:"), Err(ParseError::Truncated("meminfo value")));
+        assert_eq!(
+            parse_meminfo(b"MemTotal: 1 kB\nMemFree:"),
+            Err(ParseError::Truncated("meminfo value"))
+        );
         assert!(parse_meminfo(b"garbage\n").is_err());
     }
 

@@ -52,7 +52,9 @@ pub fn parse_net_dev_line(line: &[u8]) -> Result<NetDevLine<'_>, ParseError> {
     }
     Ok(NetDevLine {
         name,
-        c: [all[0], all[1], all[2], all[3], all[8], all[9], all[10], all[11]],
+        c: [
+            all[0], all[1], all[2], all[3], all[8], all[9], all[10], all[11],
+        ],
     })
 }
 
@@ -83,7 +85,9 @@ pub fn snmp_pairs(
 ) -> Result<bool, ParseError> {
     let mut it = lines(buf);
     while let Some(line) = it.next() {
-        let Some(rest) = line.strip_prefix(prefix) else { continue };
+        let Some(rest) = line.strip_prefix(prefix) else {
+            continue;
+        };
         let values = it
             .next()
             .and_then(|v| v.strip_prefix(prefix))
@@ -118,7 +122,11 @@ pub fn parse_snmp(buf: &[u8], out: &mut TcpCounters) -> Result<(), ParseError> {
         };
         *slot = Some(v);
     })?;
-    if found { Ok(()) } else { Err(ParseError::Truncated("no Tcp: lines")) }
+    if found {
+        Ok(())
+    } else {
+        Err(ParseError::Truncated("no Tcp: lines"))
+    }
 }
 
 /// Fills the `TcpExt:` fields from /proc/net/netstat.
@@ -132,7 +140,11 @@ pub fn parse_netstat(buf: &[u8], out: &mut TcpCounters) -> Result<(), ParseError
         };
         *slot = Some(v);
     })?;
-    if found { Ok(()) } else { Err(ParseError::Truncated("no TcpExt: lines")) }
+    if found {
+        Ok(())
+    } else {
+        Err(ParseError::Truncated("no TcpExt: lines"))
+    }
 }
 
 #[cfg(test)]
@@ -164,7 +176,13 @@ Tcp: 1 200 120000 -1 10 20 3 4 5 600 700 8 9 10 0\n";
         let mut t = TcpCounters::default();
         parse_snmp(snmp, &mut t).unwrap();
         assert_eq!(
-            (t.retrans_segs, t.out_rsts, t.in_errs, t.estab_resets, t.attempt_fails),
+            (
+                t.retrans_segs,
+                t.out_rsts,
+                t.in_errs,
+                t.estab_resets,
+                t.attempt_fails
+            ),
             (Some(8), Some(10), Some(9), Some(4), Some(3))
         );
         // reordered columns still match by name
@@ -180,10 +198,14 @@ Tcp: 1 200 120000 -1 10 20 3 4 5 600 700 8 9 10 0\n";
 
     #[test]
     fn netstat() {
-        let s = b"TcpExt: SyncookiesSent ListenDrops TCPTimeouts TCPAbortOnTimeout\nTcpExt: 0 5 6 7\n\
+        let s =
+            b"TcpExt: SyncookiesSent ListenDrops TCPTimeouts TCPAbortOnTimeout\nTcpExt: 0 5 6 7\n\
 IpExt: InNoRoutes\nIpExt: 0\n";
         let mut t = TcpCounters::default();
         parse_netstat(s, &mut t).unwrap();
-        assert_eq!((t.listen_drops, t.timeouts, t.timeout_aborts), (Some(5), Some(6), Some(7)));
+        assert_eq!(
+            (t.listen_drops, t.timeouts, t.timeout_aborts),
+            (Some(5), Some(6), Some(7))
+        );
     }
 }

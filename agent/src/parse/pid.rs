@@ -81,7 +81,8 @@ pub fn parse_pid_stat(buf: &[u8]) -> Result<PidStat, ParseError> {
         ppid: u32::try_from(ppid).map_err(|_| ParseError::Malformed("ppid"))?,
         utime,
         stime,
-        num_threads: u32::try_from(num_threads).map_err(|_| ParseError::Malformed("num_threads"))?,
+        num_threads: u32::try_from(num_threads)
+            .map_err(|_| ParseError::Malformed("num_threads"))?,
         starttime,
     })
 }
@@ -200,20 +201,31 @@ mod tests {
             let p = parse_pid_stat(&stat(c)).unwrap();
             assert_eq!(p.comm(), c.as_bytes());
             assert_eq!((p.pid, p.state, p.ppid), (1234, b'S', 1));
-            assert_eq!((p.utime, p.stime, p.num_threads, p.starttime), (250, 75, 3, 98765));
+            assert_eq!(
+                (p.utime, p.stime, p.num_threads, p.starttime),
+                (250, 75, 3, 98765)
+            );
         }
     }
 
     #[test]
     fn stat_errors() {
         let s = stat("x");
-        assert!(matches!(parse_pid_stat(&s[..40]), Err(ParseError::Truncated(_))));
+        assert!(matches!(
+            parse_pid_stat(&s[..40]),
+            Err(ParseError::Truncated(_))
+        ));
         assert!(parse_pid_stat(b"").is_err());
         assert!(parse_pid_stat(b"12 (a) 7 1").is_err());
         assert!(parse_pid_stat(b"x (a) S 1").is_err());
         assert!(parse_pid_stat(b") 1 (").is_err());
-        let g = String::from_utf8(stat("x")).unwrap().replace(" 250 ", " 2x0 ");
-        assert_eq!(parse_pid_stat(g.as_bytes()), Err(ParseError::Malformed("utime")));
+        let g = String::from_utf8(stat("x"))
+            .unwrap()
+            .replace(" 250 ", " 2x0 ");
+        assert_eq!(
+            parse_pid_stat(g.as_bytes()),
+            Err(ParseError::Malformed("utime"))
+        );
     }
 
     #[test]
@@ -224,17 +236,34 @@ mod tests {
 
     fn fmt(raw: &[u8], extra: &[&[u8]], max: usize) -> String {
         let mut out = heapless::String::new();
-        format_cmdline(raw, DEFAULT_REDACT.iter().copied().chain(extra.iter().copied()), max, &mut out);
+        format_cmdline(
+            raw,
+            DEFAULT_REDACT.iter().copied().chain(extra.iter().copied()),
+            max,
+            &mut out,
+        );
         out.as_str().to_string()
     }
 
     #[test]
     fn cmdline() {
-        assert_eq!(fmt(b"btrfs\0send\0-k\028399387\0", &[], 256), "btrfs send -k 28399387");
+        assert_eq!(
+            fmt(b"btrfs\0send\0-k\x0028399387\0", &[], 256),
+            "btrfs send -k 28399387"
+        );
         assert_eq!(fmt(b"", &[], 256), "");
-        assert_eq!(fmt(b"a\0password=hunter2\0b\0", &[], 256), "a password=*** b");
-        assert_eq!(fmt(b"x\0--password\0hunter2\0y", &[], 256), "x --password *** y");
-        assert_eq!(fmt(b"x\0--password=hunter2\0", &[], 256), "x --password=***");
+        assert_eq!(
+            fmt(b"a\0password=hunter2\0b\0", &[], 256),
+            "a password=*** b"
+        );
+        assert_eq!(
+            fmt(b"x\0--password\0hunter2\0y", &[], 256),
+            "x --password *** y"
+        );
+        assert_eq!(
+            fmt(b"x\0--password=hunter2\0", &[], 256),
+            "x --password=***"
+        );
         assert_eq!(fmt(b"x\0--TOKEN=abc\0", &[], 256), "x --TOKEN=***");
         assert_eq!(fmt(b"curl\0-u\0me:pw\0", &[b"-u"], 256), "curl -u ***");
         assert_eq!(fmt(b"abcdef\0ghi", &[], 4), "abcd");

@@ -30,7 +30,11 @@ pub fn parse_speed(buf: &[u8]) -> Result<u32, ParseError> {
     }
     let v = parse_i64(t).ok_or(ParseError::Malformed("speed"))?;
     // SPEED_UNKNOWN is -1 (and 65535 as u16 on some drivers).
-    Ok(if v <= 0 || v == 65535 || v > u32::MAX as i64 { 0 } else { v as u32 })
+    Ok(if v <= 0 || v == 65535 || v > u32::MAX as i64 {
+        0
+    } else {
+        v as u32
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

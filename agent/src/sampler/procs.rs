@@ -1,0 +1,757 @@
+//! Processes: a bounded table keyed by (pid, starttime), the top N by CPU in the interval with
+//! the hottest thread of the busiest few, run_delay, command lines, start/exit events.
+//!
+//! Scan policy (`--scan`): `all` reads /proc/PID/stat of every process every sample;
+//! `every:N` (default every:5) lists /proc and reads every process every N samples and, in
+//! between, only the processes that used CPU at their last read (the current top and the
+//! other busy ones, usually a handful). Tradeoff: a process that wakes up from idle between
+//! two full scans enters the top list only at the next full scan (up to N-1 samples late),
+//! its CPU over those samples is then averaged per interval; processes that start and exit
+//! between two full scans are never seen (only the `forks` counter shows them); exits of idle
+//! processes are noticed at the next full scan. In exchange the per-sample cost falls from
+//! "every pid" to "busy pids" (see BENCHMARKS.md).
+//!
+//! The table is two sorted arrays (old and new) merged against the sorted pid listing at each
+//! full scan: O(n), no hashing, no allocation after start.
+
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+
+use nasprobe_proto::{
+    CMDLINE_LEN, COMM_LEN, Cmdline, Comm, Event, ProcSample, ProcessExit, ProcessInfo, Sample,
+    ThreadSample,
+};
+
+use super::delta::{step, u32s};
+use super::io::{self, Once, PathBuf64, ReadError, Root};
+use crate::config::{Config, ScanPolicy};
+use crate::parse::pid::{DEFAULT_REDACT, PidStat, format_cmdline, parse_pid_stat, parse_schedstat};
+
+/// Processes tracked at once. pid_max defaults to 32768 and a NAS runs 100-400 processes;
+/// 8192 leaves 20x headroom and holds the 5,000-process benchmark tree. Two arrays of this
+/// many ~100-byte entries are reserved at start (~1.6 MiB of address space, touched only as
+/// far as used). More processes than this: the highest pids are left out, logged once and
+/// counted in [`Procs::table_full`].
+pub const PROC_TABLE_CAP: usize = 8192;
+/// /proc/PID/stat descriptors kept open on a real procfs (2.5 µs per read instead of 6.6 µs
+/// with open/read/close). Each kept seq_file pins about one page of kernel memory, so 256
+/// costs at most ~1 MiB of kernel memory; processes past it are opened per read.
+pub const KEPT_PID_FDS: usize = 256;
+/// Formatted command lines kept for exit events (a process's cmdline is unreadable once it
+/// has gone). 1024 slots of CMDLINE_LEN bytes = 256 KiB reserved, touched as used; when full,
+/// exit events of the extra processes carry an empty command line (logged once).
+pub const CMDLINE_SLOTS: usize = 1024;
+/// The top processes whose busiest thread is looked for (each costs a /proc/PID/task scan).
+pub const HOT_THREAD_PROCS: usize = 3;
+/// Threads read per hot process per sample; more are left out (logged once).
+pub const THREADS_PER_PROC_MAX: usize = 1024;
+/// Thread counters kept from one sample to the next: HOT_THREAD_PROCS x 1024 plus headroom.
+pub const THREAD_TABLE_CAP: usize = 4096;
+/// Bytes of /proc/PID/cmdline read before formatting (redaction needs the arguments whole;
+/// the output is cut to --cmdline-bytes afterwards).
+pub const CMDLINE_READ: usize = 4096;
+/// getdents64 buffer: ~200 entries of /proc per call.
+pub const DENTS_BUF: usize = 8 * 1024;
+
+const F_KNOWN_AT_START: u8 = 1;
+const F_START_SENT: u8 = 2;
+const F_CMDLINE_SENT: u8 = 4;
+const F_WAS_TOP: u8 = 8;
+const F_ACTIVE: u8 = 16;
+const NO_SLOT: u16 = u16::MAX;
+
+#[derive(Clone, Copy)]
+struct Proc {
+    pid: u32,
+    ppid: u32,
+    start: u64,
+    utime: u64,
+    stime: u64,
+    run_delay: u64,
+    /// Kept /proc/PID/stat descriptor or -1.
+    fd: RawFd,
+    /// Sample number of the last stat read, and of the last schedstat read (0: never).
+    read_at: u32,
+    rd_at: u32,
+    threads: u32,
+    d_utime: u32,
+    d_stime: u32,
+    d_run_delay_us: Option<u32>,
+    comm: [u8; COMM_LEN],
+    comm_len: u8,
+    state: u8,
+    flags: u8,
+    slot: u16,
+}
+
+impl Proc {
+    fn comm(&self) -> &[u8] {
+        &self.comm[..self.comm_len as usize]
+    }
+    fn ticks(&self) -> u64 {
+        self.d_utime as u64 + self.d_stime as u64
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Thr {
+    pid: u32,
+    tid: u32,
+    ticks: u64,
+    at: u32,
+}
+
+pub struct Procs {
+    table: Vec<Proc>,
+    next: Vec<Proc>,
+    scan: Vec<u32>,
+    tids: Vec<u32>,
+    threads: Vec<Thr>,
+    threads_next: Vec<Thr>,
+    dents: Box<[u8]>,
+    cmd_slots: Box<[[u8; CMDLINE_LEN]]>,
+    cmd_lens: Box<[u16]>,
+    cmd_free: Vec<u16>,
+    top: heapless::Vec<usize, { nasprobe_proto::MAX_TOP_PROCS }>,
+    path: PathBuf64,
+    kept: usize,
+    patterns: Vec<Vec<u8>>,
+    cmdline_bytes: usize,
+    top_n: usize,
+    every: u32,
+    min_life_ms: u64,
+    hz: u64,
+    interval_ms: u64,
+    sample_no: u32,
+    last_full: u32,
+    last_full_ms: u64,
+    uptime: io::Src,
+    /// Times the process table (or a thread listing) was full; logged once.
+    pub table_full: u32,
+    log_stat: Once,
+    log_full: Once,
+    log_slots: Once,
+    log_threads: Once,
+    log_list: Once,
+}
+
+impl Procs {
+    pub fn new(cfg: &Config, hz: u64) -> Procs {
+        let mut patterns: Vec<Vec<u8>> = DEFAULT_REDACT.iter().map(|p| p.to_vec()).collect();
+        patterns.extend(
+            cfg.redact
+                .iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| p.as_bytes().to_vec()),
+        );
+        Procs {
+            table: Vec::with_capacity(PROC_TABLE_CAP),
+            next: Vec::with_capacity(PROC_TABLE_CAP),
+            scan: Vec::with_capacity(PROC_TABLE_CAP),
+            tids: Vec::with_capacity(THREADS_PER_PROC_MAX),
+            threads: Vec::with_capacity(THREAD_TABLE_CAP),
+            threads_next: Vec::with_capacity(THREAD_TABLE_CAP),
+            dents: vec![0u8; DENTS_BUF].into_boxed_slice(),
+            cmd_slots: vec![[0u8; CMDLINE_LEN]; CMDLINE_SLOTS].into_boxed_slice(),
+            cmd_lens: vec![0u16; CMDLINE_SLOTS].into_boxed_slice(),
+            cmd_free: (0..CMDLINE_SLOTS as u16).rev().collect(),
+            top: heapless::Vec::new(),
+            path: PathBuf64::default(),
+            kept: 0,
+            patterns,
+            cmdline_bytes: cfg.cmdline_bytes.min(CMDLINE_LEN),
+            top_n: cfg.top.min(nasprobe_proto::MAX_TOP_PROCS),
+            every: match cfg.scan {
+                ScanPolicy::All => 1,
+                ScanPolicy::Every(n) => n.max(1),
+            },
+            min_life_ms: cfg.event_min_lifetime_ms as u64,
+            hz: hz.max(1),
+            interval_ms: cfg.interval_ms.max(1) as u64,
+            sample_no: 0,
+            last_full: 0,
+            last_full_ms: 0,
+            uptime: io::Src::new("uptime"),
+            table_full: 0,
+            log_stat: Once::default(),
+            log_full: Once::default(),
+            log_slots: Once::default(),
+            log_threads: Once::default(),
+            log_list: Once::default(),
+        }
+    }
+
+    /// Processes tracked now.
+    pub fn tracked(&self) -> usize {
+        self.table.len()
+    }
+
+    fn now_ms(&mut self, root: &Root, buf: &mut [u8]) -> u64 {
+        if let Ok(b) = self.uptime.read(root, buf) {
+            match crate::parse::sysfs::parse_uptime_ms(b) {
+                Ok(ms) => return ms,
+                Err(e) => self.uptime.complain(root, &e),
+            }
+        }
+        nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+            .map(|t| t.tv_sec() as u64 * 1000 + t.tv_nsec() as u64 / 1_000_000)
+            .unwrap_or(0)
+    }
+
+    /// One sample. `priming`: the first call, which only learns what runs.
+    pub fn sample(
+        &mut self,
+        root: &Root,
+        buf: &mut [u8],
+        priming: bool,
+        out: &mut Sample,
+        emit: &mut dyn FnMut(Event),
+    ) {
+        self.sample_no += 1;
+        let now_ms = self.now_ms(root, buf);
+        // The sample after priming is always full: priming gave every process a baseline.
+        let full = priming || self.sample_no - self.last_full >= self.every || self.last_full == 1;
+        let mut short_lived = 0;
+        if full {
+            short_lived += self.full_scan(root, buf, priming, now_ms, emit);
+            self.last_full = self.sample_no;
+            self.last_full_ms = now_ms;
+        } else {
+            short_lived += self.partial_scan(root, buf, now_ms, emit);
+        }
+        if priming {
+            for i in 0..self.table.len() {
+                self.table[i].flags |= F_KNOWN_AT_START | F_START_SENT;
+                self.capture_cmdline(root, buf, i);
+            }
+            return;
+        }
+        out.short_lived = short_lived;
+        self.select_top();
+        // Start events: processes that reached the minimum lifetime or are in the top.
+        for i in 0..self.table.len() {
+            let p = &self.table[i];
+            if p.flags & F_START_SENT != 0 {
+                continue;
+            }
+            let in_top = self.top.contains(&i);
+            if !in_top && now_ms.saturating_sub(p.start * 1000 / self.hz) < self.min_life_ms {
+                continue;
+            }
+            self.table[i].flags |= F_START_SENT;
+            self.capture_cmdline(root, buf, i);
+            emit(Event::ProcessStart(self.info(i)));
+        }
+        self.fill_top(root, buf, out);
+    }
+
+    fn info(&self, i: usize) -> ProcessInfo {
+        let p = &self.table[i];
+        let mut comm = Comm::new();
+        crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
+        let mut cmdline = Cmdline::new();
+        if p.slot != NO_SLOT {
+            let s = p.slot as usize;
+            let bytes = &self.cmd_slots[s][..self.cmd_lens[s] as usize];
+            let _ = cmdline.push_str(core::str::from_utf8(bytes).unwrap_or(""));
+        }
+        ProcessInfo {
+            pid: p.pid,
+            ppid: p.ppid,
+            comm,
+            cmdline,
+            start_ticks: p.start,
+        }
+    }
+
+    /// Reads /proc/PID/stat through a kept descriptor or a fresh one (kept if allowed).
+    fn read_stat(
+        &mut self,
+        root: &Root,
+        buf: &mut [u8],
+        pid: u32,
+        fd: &mut RawFd,
+    ) -> Result<PidStat, ReadError> {
+        if *fd >= 0 {
+            match io::read_at(*fd, buf) {
+                Ok(b) => return self.parse(b, pid),
+                Err(e) => {
+                    close_fd(fd);
+                    self.kept -= 1;
+                    return Err(e);
+                }
+            }
+        }
+        self.path.clear().num(pid).bytes(b"/stat");
+        let f = io::open_raw(root.fd(), self.path.as_cstr(), libc::O_RDONLY)
+            .map_err(ReadError::from_errno)?;
+        let st = match io::read_at(f.as_raw_fd(), buf) {
+            Ok(b) => self.parse(b, pid)?,
+            Err(e) => return Err(e),
+        };
+        if root.real && self.kept < KEPT_PID_FDS {
+            self.kept += 1;
+            *fd = f.into_raw_fd();
+        }
+        Ok(st)
+    }
+
+    fn parse(&mut self, b: &[u8], pid: u32) -> Result<PidStat, ReadError> {
+        match parse_pid_stat(b) {
+            Ok(st) => Ok(st),
+            Err(e) => {
+                self.log_stat
+                    .warn(format_args!("/proc/{pid}/stat: {e}; process skipped"));
+                Err(ReadError::Io(nix::errno::Errno::EINVAL))
+            }
+        }
+    }
+
+    /// Lists /proc and merges the sorted pids with the sorted table. Returns short-lived exits.
+    fn full_scan(
+        &mut self,
+        root: &Root,
+        buf: &mut [u8],
+        priming: bool,
+        now_ms: u64,
+        emit: &mut dyn FnMut(Event),
+    ) -> u32 {
+        let mut scan = std::mem::take(&mut self.scan);
+        match io::list_numeric(root.fd(), &mut self.dents, &mut scan, PROC_TABLE_CAP) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.table_full += 1;
+                self.log_full.warn(format_args!(
+                    "more than PROC_TABLE_CAP={PROC_TABLE_CAP} processes: the highest pids are not tracked"
+                ));
+            }
+            Err(e) => {
+                self.log_list
+                    .warn(format_args!("{}: cannot list: {e}", root.path.display()));
+                self.scan = scan;
+                return 0;
+            }
+        }
+        let mut old = std::mem::take(&mut self.table);
+        let mut new = std::mem::take(&mut self.next);
+        new.clear();
+        let mut short = 0;
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < scan.len() {
+            let o = old.get(i).map_or(u32::MAX, |p| p.pid);
+            let s = scan.get(j).copied().unwrap_or(u32::MAX);
+            if o < s || j >= scan.len() {
+                short += self.exit(&mut old[i], now_ms, emit);
+                i += 1;
+                continue;
+            }
+            if o == s {
+                let mut p = old[i];
+                i += 1;
+                j += 1;
+                match self.read_stat(root, buf, p.pid, &mut p.fd) {
+                    Ok(st) if st.starttime == p.start => {
+                        self.update(&mut p, &st);
+                        new.push(p);
+                    }
+                    Ok(st) => {
+                        // Same pid, another start time: the old process is gone, a new one runs.
+                        let fd = p.fd;
+                        p.fd = -1;
+                        short += self.exit(&mut p, now_ms, emit);
+                        new.push(self.new_proc(&st, fd, now_ms, priming));
+                    }
+                    Err(ReadError::Missing) => short += self.exit(&mut p, now_ms, emit),
+                    Err(_) => {
+                        // Unreadable this time: keep it as it was rather than invent an exit.
+                        new.push(p);
+                    }
+                }
+                continue;
+            }
+            // s < o: a pid not in the table.
+            j += 1;
+            let mut fd = -1;
+            if let Ok(st) = self.read_stat(root, buf, s, &mut fd) {
+                new.push(self.new_proc(&st, fd, now_ms, priming));
+            }
+        }
+        old.clear();
+        self.table = new;
+        self.next = old;
+        self.scan = scan;
+        short
+    }
+
+    /// Re-reads only the processes that used CPU at their last read.
+    fn partial_scan(
+        &mut self,
+        root: &Root,
+        buf: &mut [u8],
+        now_ms: u64,
+        emit: &mut dyn FnMut(Event),
+    ) -> u32 {
+        let mut table = std::mem::take(&mut self.table);
+        let mut w = 0;
+        let mut short = 0;
+        for r in 0..table.len() {
+            let mut p = table[r];
+            if p.flags & F_ACTIVE != 0 {
+                match self.read_stat(root, buf, p.pid, &mut p.fd) {
+                    Ok(st) if st.starttime == p.start => self.update(&mut p, &st),
+                    Ok(_) | Err(ReadError::Missing) => {
+                        // Gone (or replaced: the next full scan picks the new one up).
+                        short += self.exit(&mut p, now_ms, emit);
+                        continue;
+                    }
+                    Err(_) => {}
+                }
+            }
+            table[w] = p;
+            w += 1;
+        }
+        table.truncate(w);
+        self.table = table;
+        short
+    }
+
+    fn update(&mut self, p: &mut Proc, st: &PidStat) {
+        let elapsed = self.sample_no.saturating_sub(p.read_at).max(1) as u64;
+        let du = step(p.utime, st.utime).unwrap_or(0);
+        let ds = step(p.stime, st.stime).unwrap_or(0);
+        p.d_utime = u32s(avg(du, elapsed));
+        p.d_stime = u32s(avg(ds, elapsed));
+        p.utime = st.utime;
+        p.stime = st.stime;
+        p.read_at = self.sample_no;
+        p.state = st.state;
+        p.threads = st.num_threads;
+        p.ppid = st.ppid;
+        set_comm(p, st.comm());
+        if p.ticks() > 0 {
+            p.flags |= F_ACTIVE;
+        } else {
+            p.flags &= !F_ACTIVE;
+        }
+    }
+
+    fn new_proc(&mut self, st: &PidStat, fd: RawFd, now_ms: u64, priming: bool) -> Proc {
+        let mut p = Proc {
+            pid: st.pid,
+            ppid: st.ppid,
+            start: st.starttime,
+            utime: st.utime,
+            stime: st.stime,
+            run_delay: 0,
+            fd,
+            read_at: self.sample_no,
+            rd_at: 0,
+            threads: st.num_threads,
+            d_utime: 0,
+            d_stime: 0,
+            d_run_delay_us: None,
+            comm: [0; COMM_LEN],
+            comm_len: 0,
+            state: st.state,
+            flags: 0,
+            slot: NO_SLOT,
+        };
+        set_comm(&mut p, st.comm());
+        let start_ms = st.starttime * 1000 / self.hz;
+        if !priming && start_ms >= self.last_full_ms {
+            // Started since the previous full scan: all its CPU time belongs to the intervals
+            // since it started (at least one, at most the samples since that scan).
+            let age_ms = now_ms.saturating_sub(start_ms);
+            let since = self.sample_no.saturating_sub(self.last_full).max(1) as u64;
+            let intervals = age_ms.div_ceil(self.interval_ms).clamp(1, since);
+            p.d_utime = u32s(avg(st.utime, intervals));
+            p.d_stime = u32s(avg(st.stime, intervals));
+            if p.ticks() > 0 {
+                p.flags |= F_ACTIVE;
+            }
+        }
+        p
+    }
+
+    /// A tracked process is gone: emits its exit when it lived long enough or was in a top
+    /// list; returns 1 when it is only counted as short-lived.
+    fn exit(&mut self, p: &mut Proc, now_ms: u64, emit: &mut dyn FnMut(Event)) -> u32 {
+        if p.fd >= 0 {
+            close_fd(&mut p.fd);
+            self.kept -= 1;
+        }
+        let lifetime_ms = now_ms.saturating_sub(p.start * 1000 / self.hz);
+        let r = if p.flags & F_WAS_TOP != 0 || lifetime_ms >= self.min_life_ms {
+            let mut comm = Comm::new();
+            crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
+            let mut cmdline = Cmdline::new();
+            if p.slot != NO_SLOT {
+                let s = p.slot as usize;
+                let _ = cmdline.push_str(
+                    core::str::from_utf8(&self.cmd_slots[s][..self.cmd_lens[s] as usize])
+                        .unwrap_or(""),
+                );
+            }
+            emit(Event::ProcessExit(ProcessExit {
+                process: ProcessInfo {
+                    pid: p.pid,
+                    ppid: p.ppid,
+                    comm,
+                    cmdline,
+                    start_ticks: p.start,
+                },
+                lifetime_ms,
+                cpu_ticks: p.utime + p.stime,
+            }));
+            0
+        } else {
+            1
+        };
+        if p.slot != NO_SLOT {
+            self.cmd_free.push(p.slot);
+            p.slot = NO_SLOT;
+        }
+        r
+    }
+
+    fn select_top(&mut self) {
+        self.top.clear();
+        let n = self.top_n;
+        if n == 0 {
+            return;
+        }
+        for i in 0..self.table.len() {
+            let p = &self.table[i];
+            if p.read_at != self.sample_no || p.ticks() == 0 {
+                continue;
+            }
+            let t = p.ticks();
+            // Insertion into a short sorted list (busiest first, then lower pid).
+            let pos = self
+                .top
+                .iter()
+                .position(|&k| {
+                    let q = &self.table[k];
+                    t > q.ticks() || (t == q.ticks() && p.pid < q.pid)
+                })
+                .unwrap_or(self.top.len());
+            if pos >= n {
+                continue;
+            }
+            if self.top.len() == n {
+                self.top.pop();
+            }
+            let _ = self.top.insert(pos, i);
+        }
+    }
+
+    fn fill_top(&mut self, root: &Root, buf: &mut [u8], out: &mut Sample) {
+        self.threads_next.clear();
+        for k in 0..self.top.len() {
+            let i = self.top[k];
+            self.table[i].flags |= F_WAS_TOP;
+            let run_delay_us = self.run_delay(root, buf, i);
+            let hottest = if k < HOT_THREAD_PROCS {
+                self.hottest_thread(root, buf, i)
+            } else {
+                None
+            };
+            let p = &self.table[i];
+            let mut comm = Comm::new();
+            crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
+            let cmdline = if p.flags & F_CMDLINE_SENT == 0 {
+                self.capture_cmdline(root, buf, i);
+                self.table[i].flags |= F_CMDLINE_SENT;
+                Some(self.info(i).cmdline)
+            } else {
+                None
+            };
+            let p = &self.table[i];
+            let _ = out.top.push(ProcSample {
+                pid: p.pid,
+                comm,
+                state: p.state,
+                threads: p.threads.min(u16::MAX as u32) as u16,
+                utime: p.d_utime,
+                stime: p.d_stime,
+                run_delay_us,
+                hottest_thread: hottest,
+                cmdline,
+            });
+        }
+        self.threads_next.sort_unstable_by_key(|t| (t.pid, t.tid));
+        std::mem::swap(&mut self.threads, &mut self.threads_next);
+    }
+
+    fn run_delay(&mut self, root: &Root, buf: &mut [u8], i: usize) -> Option<u32> {
+        let pid = self.table[i].pid;
+        self.path.clear().num(pid).bytes(b"/schedstat");
+        let ns = match root.read_once(self.path.as_cstr(), buf) {
+            Ok(b) => parse_schedstat(b).ok()?,
+            Err(_) => return None,
+        };
+        let p = &mut self.table[i];
+        let r = if p.rd_at > 0 {
+            let elapsed = self.sample_no.saturating_sub(p.rd_at).max(1) as u64;
+            step(p.run_delay, ns).map(|d| u32s(avg(d, elapsed) / 1000))
+        } else {
+            None
+        };
+        p.run_delay = ns;
+        p.rd_at = self.sample_no;
+        p.d_run_delay_us = r;
+        r
+    }
+
+    /// The busiest thread of process `i` in the interval. Single-threaded: the process itself.
+    /// Otherwise /proc/PID/task/*/stat is read and compared with the previous sample's reads
+    /// (a process that just entered the top has no previous reads: None this time).
+    fn hottest_thread(&mut self, root: &Root, buf: &mut [u8], i: usize) -> Option<ThreadSample> {
+        let p = self.table[i];
+        if p.threads <= 1 {
+            return Some(ThreadSample {
+                tid: p.pid,
+                comm: None,
+                ticks: p.d_utime + p.d_stime,
+            });
+        }
+        self.path.clear().num(p.pid).bytes(b"/task");
+        let dir = io::open_raw(
+            root.fd(),
+            self.path.as_cstr(),
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        )
+        .ok()?;
+        let mut tids = std::mem::take(&mut self.tids);
+        match io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut tids, THREADS_PER_PROC_MAX) {
+            Ok(true) => {}
+            Ok(false) => self.log_threads.warn(format_args!(
+                "process {} has more than THREADS_PER_PROC_MAX={THREADS_PER_PROC_MAX} threads: the rest are not read",
+                p.pid
+            )),
+            Err(_) => {}
+        }
+        let mut best: Option<(u64, u32, [u8; COMM_LEN], u8)> = None;
+        for &tid in &tids {
+            self.path.clear().num(tid).bytes(b"/stat");
+            let Ok(b) = root_read(dir.as_raw_fd(), self.path.as_cstr(), buf) else {
+                continue;
+            };
+            let Ok(st) = parse_pid_stat(b) else { continue };
+            let ticks = st.utime + st.stime;
+            let prev = self
+                .threads
+                .binary_search_by_key(&(p.pid, tid), |t| (t.pid, t.tid))
+                .ok()
+                .map(|k| self.threads[k]);
+            if self.threads_next.len() < THREAD_TABLE_CAP {
+                self.threads_next.push(Thr {
+                    pid: p.pid,
+                    tid,
+                    ticks,
+                    at: self.sample_no,
+                });
+            }
+            let Some(prev) = prev.filter(|t| t.at + 1 == self.sample_no) else {
+                continue;
+            };
+            let d = step(prev.ticks, ticks).unwrap_or(0);
+            if best.is_none_or(|b| d > b.0) {
+                let mut c = [0u8; COMM_LEN];
+                let n = st.comm().len().min(COMM_LEN);
+                c[..n].copy_from_slice(&st.comm()[..n]);
+                best = Some((d, tid, c, n as u8));
+            }
+        }
+        self.tids = tids;
+        let (d, tid, c, n) = best?;
+        let name = &c[..n as usize];
+        let comm = if name == p.comm() {
+            None
+        } else {
+            let mut s = Comm::new();
+            crate::parse::to_label(name, COMM_LEN, &mut s);
+            Some(s)
+        };
+        Some(ThreadSample {
+            tid,
+            comm,
+            ticks: u32s(d),
+        })
+    }
+
+    /// Reads, formats and keeps the command line of process `i` (once).
+    fn capture_cmdline(&mut self, root: &Root, buf: &mut [u8], i: usize) {
+        if self.table[i].slot != NO_SLOT {
+            return;
+        }
+        let Some(slot) = self.cmd_free.pop() else {
+            self.log_slots.warn(format_args!(
+                "CMDLINE_SLOTS={CMDLINE_SLOTS} command lines held: exit events of further processes carry none"
+            ));
+            return;
+        };
+        let pid = self.table[i].pid;
+        self.path.clear().num(pid).bytes(b"/cmdline");
+        let n = CMDLINE_READ.min(buf.len());
+        let raw: &[u8] = match io::open_raw(root.fd(), self.path.as_cstr(), libc::O_RDONLY) {
+            Ok(f) => match io::read_at(f.as_raw_fd(), &mut buf[..n]) {
+                Ok(b) => b,
+                Err(ReadError::Full) => &buf[..n],
+                Err(_) => &[],
+            },
+            Err(_) => &[],
+        };
+        let mut s = Cmdline::new();
+        format_cmdline(
+            raw,
+            self.patterns.iter().map(|p| p.as_slice()),
+            self.cmdline_bytes,
+            &mut s,
+        );
+        let k = slot as usize;
+        self.cmd_slots[k][..s.len()].copy_from_slice(s.as_bytes());
+        self.cmd_lens[k] = s.len() as u16;
+        self.table[i].slot = slot;
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for p in self.table.iter_mut() {
+            close_fd(&mut p.fd);
+        }
+    }
+}
+
+fn root_read<'b>(
+    dir: RawFd,
+    rel: &std::ffi::CStr,
+    buf: &'b mut [u8],
+) -> Result<&'b [u8], ReadError> {
+    let f = io::open_raw(dir, rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
+    io::read_at(f.as_raw_fd(), buf)
+}
+
+fn close_fd(fd: &mut RawFd) {
+    if *fd >= 0 {
+        // SAFETY: the descriptor is owned by the table entry and closed exactly once.
+        unsafe { libc::close(*fd) };
+        *fd = -1;
+    }
+}
+
+/// Per-interval average of a delta over `n` intervals, rounded to nearest but never rounding
+/// a nonzero delta down to 0 (a process that used CPU must stay visible).
+fn avg(d: u64, n: u64) -> u64 {
+    if n <= 1 {
+        return d;
+    }
+    let a = (d + n / 2) / n;
+    if a == 0 && d > 0 { 1 } else { a }
+}
+
+fn set_comm(p: &mut Proc, name: &[u8]) {
+    let n = name.len().min(COMM_LEN);
+    p.comm[..n].copy_from_slice(&name[..n]);
+    p.comm_len = n as u8;
+}
