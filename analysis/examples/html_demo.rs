@@ -1,0 +1,42 @@
+//! Writes the HTML report of a synthetic replication (the field's first case) to a file:
+//!
+//!     cargo run -p nasprobe-analysis --example html_demo -- report.html [--7d]
+//!
+//! `--7d` renders seven days at one sample a minute instead of ten minutes at 1 Hz. Used by
+//! tests/e2e/report_html.sh until `nasprobe report --html FILE` serves the same purpose.
+
+#[path = "../tests/html_scenario/mod.rs"]
+mod scenario;
+
+use nasprobe_analysis::{Options, build, html};
+
+fn main() {
+    let mut out = None;
+    let mut long = false;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--7d" => long = true,
+            "-h" | "--help" => {
+                eprintln!("usage: html_demo OUT.html [--7d]");
+                return;
+            }
+            _ => out = Some(a),
+        }
+    }
+    let Some(out) = out else {
+        eprintln!("usage: html_demo OUT.html [--7d]");
+        std::process::exit(2);
+    };
+    let hosts = if long {
+        scenario::seven_days()
+    } else {
+        scenario::ten_minutes()
+    };
+    let report = build(&hosts, &Options::default());
+    let page = html::render(&hosts, &report);
+    if let Err(e) = std::fs::write(&out, page) {
+        eprintln!("html_demo: cannot write {out}: {e}");
+        std::process::exit(1);
+    }
+    eprintln!("html_demo: wrote {out}");
+}

@@ -1,0 +1,926 @@
+//! The charts of one host, each an `<svg class="chart">` on the shared time axis (except the
+//! bottleneck bars): throughput, CPU, disks, memory, and the bottleneck breakdown.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use nasprobe_proto::Event;
+
+use super::svg::{
+    Bin, Spans, TimeAxis, W, X0, X1, area_path, downsample, dur, envelope_path, esc, heat_paths,
+    line_path, n1, nice_step, time_ticks, when,
+};
+use crate::input::HostData;
+use crate::report::HostSummary;
+use crate::series::{HostSeries, ThreadKey};
+use crate::stats::{max, median, percentile};
+use crate::verdict::{self, Candidate, MB, pct};
+
+/// Everything the charts of one host need.
+pub struct HostCtx<'a> {
+    pub data: &'a HostData,
+    pub s: &'a HostSeries,
+    pub sum: Option<&'a HostSummary>,
+    pub sp: Spans,
+    pub ax: TimeAxis,
+    pub cands: Vec<Candidate>,
+    /// The resource named as the wall when it is on this host.
+    pub wall: Option<&'static str>,
+    pub markers: Vec<Marker>,
+}
+
+/// Events of one kind within two pixels of each other, drawn as one marker that lists them all.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub t: f64,
+    pub class: &'static str,
+    pub texts: Vec<String>,
+}
+
+pub fn event_class(e: &Event) -> &'static str {
+    match e {
+        Event::ProcessStart(_) => "ev-start",
+        Event::ProcessExit(_) => "ev-exit",
+        Event::LinkChange(_) => "ev-link",
+        Event::AgentStart(_) => "ev-agent",
+        Event::DeviceAdded(_) => "ev-dev",
+    }
+}
+
+/// One line of hover text for an event.
+pub fn describe(time_ms: u64, e: &Event) -> String {
+    let at = when(time_ms);
+    match e {
+        Event::ProcessStart(p) => format!(
+            "{at} started {} (pid {}): {}",
+            p.comm.as_str(),
+            p.pid,
+            p.cmdline.as_str()
+        ),
+        Event::ProcessExit(x) => format!(
+            "{at} {} (pid {}) exited after {}, {:.0} s of CPU: {}",
+            x.process.comm.as_str(),
+            x.process.pid,
+            dur(x.lifetime_ms as f64 / 1000.0),
+            x.cpu_ticks as f64 / 100.0,
+            x.process.cmdline.as_str()
+        ),
+        Event::LinkChange(l) => format!(
+            "{at} link {} {} {} Mb/s{} mtu {}",
+            l.nic.as_str(),
+            if l.up { "up" } else { "down" },
+            l.speed_mbit,
+            match l.full_duplex {
+                Some(true) => " full duplex",
+                Some(false) => " half duplex",
+                None => "",
+            },
+            l.mtu
+        ),
+        Event::AgentStart(a) => format!(
+            "{at} agent started (version {}, interval {} ms)",
+            a.agent_version.as_str(),
+            a.interval_ms
+        ),
+        Event::DeviceAdded(d) => match d {
+            nasprobe_proto::DeviceAdded::Disk(n) => format!("{at} disk {} added", n.as_str()),
+            nasprobe_proto::DeviceAdded::Nic(n) => format!("{at} NIC {} added", n.as_str()),
+        },
+    }
+}
+
+/// Groups a host's events into markers: never drops one, merges those that share a pixel.
+pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
+    let mut groups: BTreeMap<(i64, &'static str), Marker> = BTreeMap::new();
+    for e in &data.events {
+        let class = event_class(&e.event);
+        let col = (ax.x(e.time_ms as f64) / 2.0).round() as i64;
+        let m = groups.entry((col, class)).or_insert_with(|| Marker {
+            t: e.time_ms as f64,
+            class,
+            texts: Vec::new(),
+        });
+        m.texts.push(describe(e.time_ms, &e.event));
+    }
+    let mut v: Vec<Marker> = groups.into_values().collect();
+    v.sort_by(|a, b| a.t.total_cmp(&b.t).then(a.class.cmp(b.class)));
+    v
+}
+
+fn open(o: &mut String, c: &HostCtx, resource: &str, h: f64, timed: bool, label: &str) {
+    let _ = write!(
+        o,
+        r#"<svg class="chart" data-host="{}" data-resource="{resource}" viewBox="0 0 {W} {}" role="img" aria-label="{}""#,
+        esc(&c.s.name),
+        n1(h),
+        esc(label)
+    );
+    if timed {
+        let _ = write!(
+            o,
+            r#" data-t0="{}" data-t1="{}" data-x0="{X0}" data-x1="{X1}""#,
+            c.ax.t0 as u64, c.ax.t1 as u64
+        );
+    }
+    o.push('>');
+}
+
+/// Vertical grid at the time ticks and their labels under `bottom`.
+fn time_grid(o: &mut String, ax: &TimeAxis, top: f64, bottom: f64) {
+    o.push_str(r#"<g class="grid">"#);
+    for (t, _) in time_ticks(ax) {
+        let x = n1(ax.x(t));
+        let _ = write!(
+            o,
+            r#"<line x1="{x}" y1="{}" x2="{x}" y2="{}"/>"#,
+            n1(top),
+            n1(bottom)
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<line class="base" x1="{X0}" y1="{b}" x2="{X1}" y2="{b}"/>"#,
+        b = n1(bottom)
+    );
+    o.push_str("</g>");
+    o.push_str(r#"<g class="tlabels">"#);
+    for (t, label) in time_ticks(ax) {
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            n1(ax.x(t)),
+            n1(bottom + 12.0),
+            esc(&label)
+        );
+    }
+    o.push_str("</g>");
+}
+
+/// Horizontal grid lines with labels on the left (or right when `right`).
+fn y_grid(
+    o: &mut String,
+    top: f64,
+    bottom: f64,
+    ymax: f64,
+    step: f64,
+    right: bool,
+    fmt: impl Fn(f64) -> String,
+) {
+    let _ = write!(
+        o,
+        r#"<g class="{}">"#,
+        if right { "ylabels r" } else { "grid" }
+    );
+    let mut v = 0.0;
+    while v <= ymax * 1.0001 {
+        let y = n1(bottom - v / ymax * (bottom - top));
+        if right {
+            let _ = write!(
+                o,
+                r#"<text x="{}" y="{y}" dy="3">{}</text>"#,
+                X1 + 4.0,
+                esc(&fmt(v))
+            );
+        } else {
+            if v > 0.0 {
+                let _ = write!(o, r#"<line x1="{X0}" y1="{y}" x2="{X1}" y2="{y}"/>"#);
+            }
+            let _ = write!(
+                o,
+                r#"<text x="{}" y="{y}" dy="3" text-anchor="end">{}</text>"#,
+                X0 - 4.0,
+                esc(&fmt(v))
+            );
+        }
+        v += step;
+    }
+    o.push_str("</g>");
+}
+
+/// Gap bands, event markers and the hover cursor over a plot area.
+fn overlays(o: &mut String, c: &HostCtx, top: f64, bottom: f64) {
+    let (t, b) = (n1(top), n1(bottom));
+    for g in &c.data.gaps {
+        let a = c.ax.x(g.from_ms as f64).max(X0);
+        let e = c.ax.x(g.to_ms as f64).min(X1).max(a + 2.0);
+        let _ = write!(
+            o,
+            r#"<rect class="gap" x="{}" y="{t}" width="{}" height="{}"><title>{}</title></rect>"#,
+            n1(a),
+            n1(e - a),
+            n1(bottom - top),
+            esc(&format!(
+                "no data {} .. {} ({}{}): {}",
+                when(g.from_ms),
+                when(g.to_ms),
+                dur((g.to_ms.saturating_sub(g.from_ms)) as f64 / 1000.0),
+                g.samples
+                    .map(|n| format!(", {n} records"))
+                    .unwrap_or_default(),
+                g.reason
+            ))
+        );
+    }
+    for m in &c.markers {
+        let x = c.ax.x(m.t);
+        let xs = n1(x);
+        let glyph = match m.class {
+            "ev-exit" => format!("M{} {}l7 0l-3.5 6z", n1(x - 3.5), n1(top)),
+            "ev-start" => format!("M{} {}l7 0l-3.5 -6z", n1(x - 3.5), n1(bottom)),
+            "ev-link" => format!("M{xs} {}l3.5 3.5l-3.5 3.5l-3.5 -3.5z", n1(top)),
+            "ev-agent" => format!("M{} {}h6v6h-6z", n1(x - 3.0), n1(top)),
+            _ => format!("M{} {}h5v5h-5z", n1(x - 2.5), n1(top)),
+        };
+        let _ = write!(
+            o,
+            r#"<g class="ev {}" data-n="{}"><title>{}</title><line class="hit" x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><line x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><path d="{glyph}"/></g>"#,
+            m.class,
+            m.texts.len(),
+            esc(&m.texts.join("\n"))
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<line class="cursor" x1="{X0}" y1="{t}" x2="{X0}" y2="{b}" visibility="hidden"/>"#
+    );
+}
+
+fn text(o: &mut String, class: &str, x: f64, y: f64, anchor: &str, s: &str) {
+    let _ = write!(
+        o,
+        r#"<text class="{class}" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
+        n1(x),
+        n1(y),
+        esc(s)
+    );
+}
+
+fn path(o: &mut String, class: &str, d: &str) {
+    if !d.is_empty() {
+        let _ = write!(o, r#"<path class="{class}" d="{d}"/>"#);
+    }
+}
+
+fn hline(o: &mut String, class: &str, y: f64) {
+    let _ = write!(
+        o,
+        r#"<line class="{class}" x1="{X0}" y1="{y}" x2="{X1}" y2="{y}"/>"#,
+        y = n1(y)
+    );
+}
+
+fn no_data(o: &mut String, top: f64, bottom: f64, what: &str) {
+    text(
+        o,
+        "muted",
+        (X0 + X1) / 2.0,
+        (top + bottom) / 2.0,
+        "middle",
+        what,
+    );
+}
+
+fn max_bins(bins: &[Bin]) -> f64 {
+    bins.iter().map(|b| b.max).fold(0.0, f64::max)
+}
+
+/// The NIC that carries the transfer: the busiest one that is not loopback (bonds last).
+pub fn busiest_nic(s: &HostSeries) -> Option<&str> {
+    s.nics
+        .iter()
+        .filter(|(n, _)| n.as_str() != "lo")
+        .map(|(n, x)| {
+            let m = crate::stats::mean(&x.rx_bps)
+                .unwrap_or(0.0)
+                .max(crate::stats::mean(&x.tx_bps).unwrap_or(0.0));
+            (n, x.is_bond, m)
+        })
+        .max_by(|a, b| (!a.1).cmp(&!b.1).then(a.2.total_cmp(&b.2)))
+        .map(|(n, _, _)| n.as_str())
+}
+
+/// Transfer throughput of the busiest NIC, rx and tx in MB/s, against the link.
+pub fn throughput(c: &HostCtx) -> (String, String) {
+    let mut o = String::new();
+    let (top, ph) = (14.0, 124.0);
+    let bottom = top + ph;
+    let h = bottom + 18.0;
+    let Some(name) = busiest_nic(c.s) else {
+        open(&mut o, c, "throughput", h, true, "throughput: no NIC");
+        time_grid(&mut o, &c.ax, top, bottom);
+        no_data(&mut o, top, bottom, "no network interface reported");
+        overlays(&mut o, c, top, bottom);
+        o.push_str("</svg>");
+        return (o, "Throughput".into());
+    };
+    let n = &c.s.nics[name];
+    let mb = |v: &[f64]| v.iter().map(|x| x / MB).collect::<Vec<f64>>();
+    let (rx, tx) = (mb(&n.rx_bps), mb(&n.tx_bps));
+    let brx = downsample(&c.sp, &rx, &c.ax);
+    let btx = downsample(&c.sp, &tx, &c.ax);
+    let speed = median(&n.speed_bps).unwrap_or(0.0) / MB;
+    let nsum = c.sum.and_then(|h| h.nics.iter().find(|x| x.name == name));
+    let ymax = speed.max(max_bins(&brx)).max(max_bins(&btx)).max(1.0) * 1.08;
+    let step = nice_step(ymax, 4);
+    let y = |v: f64| bottom - v / ymax * ph;
+    let caption = format!(
+        "Throughput · {name}{}",
+        if speed > 0.0 {
+            format!(
+                " · link {:.0} Mb/s{}",
+                speed * MB * 8.0 / 1e6,
+                if n.full_duplex.last().copied().unwrap_or(true) {
+                    " full duplex"
+                } else {
+                    " half duplex"
+                }
+            )
+        } else {
+            " · link speed unknown".into()
+        }
+    );
+    open(&mut o, c, "throughput", h, true, &caption);
+    time_grid(&mut o, &c.ax, top, bottom);
+    y_grid(&mut o, top, bottom, ymax, step, false, |v| {
+        format!("{v:.0}")
+    });
+    text(&mut o, "unit", 4.0, 9.0, "start", "MB/s");
+    path(&mut o, "env rx", &envelope_path(&brx, c.sp.step, &c.ax, y));
+    path(&mut o, "env tx", &envelope_path(&btx, c.sp.step, &c.ax, y));
+    path(&mut o, "line tx", &line_path(&btx, c.sp.step, &c.ax, y));
+    path(&mut o, "line rx", &line_path(&brx, c.sp.step, &c.ax, y));
+    if speed > 0.0 {
+        hline(&mut o, "ceil", y(speed));
+        hline(&mut o, "prac", y(speed * verdict::NIC_PRACTICAL));
+        text(
+            &mut o,
+            "lbl ceil-t",
+            X1 - 3.0,
+            y(speed) - 4.0,
+            "end",
+            &format!(
+                "link ceiling {:.0} MB/s (TCP payload ≈{:.0})",
+                speed,
+                speed * verdict::NIC_PRACTICAL
+            ),
+        );
+    }
+    if let Some(ns) = nsum {
+        let rx_dom = ns.rx_mb_s >= ns.tx_mb_s;
+        let (sus, peak, dir, series) = if rx_dom {
+            (ns.rx_mb_s, ns.rx_peak_mb_s, "rx", &rx)
+        } else {
+            (ns.tx_mb_s, ns.tx_peak_mb_s, "tx", &tx)
+        };
+        if sus > 0.0 {
+            hline(&mut o, "sus", y(sus));
+            text(
+                &mut o,
+                "lbl sus-t",
+                X0 + 4.0,
+                y(sus) + 12.0,
+                "start",
+                &format!("sustained {sus:.0} MB/s {dir} (median)"),
+            );
+        }
+        if peak > 0.0 {
+            let at = series
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(i, _)| c.sp.spans[i].1);
+            if let Some(t) = at {
+                let (px, py) = (c.ax.x(t), y(peak));
+                let _ = write!(
+                    o,
+                    r#"<g class="peak"><title>{}</title><circle cx="{}" cy="{}" r="3.5"/></g>"#,
+                    esc(&format!(
+                        "peak {peak:.1} MB/s {dir}: the best 10 s, not the sustained rate"
+                    )),
+                    n1(px),
+                    n1(py)
+                );
+                let right = px > (X0 + X1) / 2.0;
+                text(
+                    &mut o,
+                    "lbl peak-t",
+                    if right { px - 6.0 } else { px + 6.0 },
+                    (py - 6.0).max(top + 8.0),
+                    if right { "end" } else { "start" },
+                    &format!("peak {peak:.0} (best 10 s)"),
+                );
+            }
+        }
+    }
+    if brx.is_empty() && btx.is_empty() {
+        no_data(&mut o, top, bottom, "no samples");
+    }
+    overlays(&mut o, c, top, bottom);
+    o.push_str("</svg>");
+    (o, caption)
+}
+
+/// Per-core CPU as a heat strip, then the hottest thread against one core and the whole box.
+pub fn cpu(c: &HostCtx) -> (String, String) {
+    let mut o = String::new();
+    let cores =
+        c.s.cpu_count
+            .max(c.s.core_busy.iter().map(Vec::len).max().unwrap_or(0))
+            .max(1);
+    let rh = (112.0 / cores as f64).clamp(2.0, 12.0);
+    let top = 6.0;
+    let heat_b = top + cores as f64 * rh;
+    let lt = heat_b + 12.0;
+    let lh = 84.0;
+    let lb = lt + lh;
+    let h = lb + 18.0;
+    let hot = c.sum.and_then(|h| h.cpu.hottest_thread.as_ref());
+    let caption = format!(
+        "CPU · {cores} cores{}",
+        hot.map(|t| {
+            if t.thread == t.process {
+                format!(" · hottest thread: {}", t.process)
+            } else {
+                format!(" · hottest thread: {} of {}", t.thread, t.process)
+            }
+        })
+        .unwrap_or_default()
+    );
+    open(&mut o, c, "cpu", h, true, &caption);
+    time_grid(&mut o, &c.ax, lt, lb);
+    // Heat strip.
+    let rows: Vec<Vec<Bin>> = (0..cores)
+        .map(|k| {
+            let v: Vec<f64> =
+                c.s.core_busy
+                    .iter()
+                    .map(|r| r.get(k).copied().unwrap_or(f64::NAN))
+                    .collect();
+            downsample(&c.sp, &v, &c.ax)
+        })
+        .collect();
+    let _ = write!(
+        o,
+        r#"<rect class="strip" x="{X0}" y="{}" width="{}" height="{}"/>"#,
+        n1(top),
+        n1(X1 - X0),
+        n1(heat_b - top)
+    );
+    o.push_str(r#"<g class="heat">"#);
+    for (lvl, d) in heat_paths(&rows, c.sp.step, &c.ax, top, rh)
+        .iter()
+        .enumerate()
+    {
+        if !d.is_empty() {
+            let _ = write!(o, r#"<path class="q{lvl}" d="{d}"/>"#);
+        }
+    }
+    o.push_str("</g>");
+    for (k, bins) in rows.iter().enumerate() {
+        let ry = top + k as f64 * rh;
+        let means: Vec<f64> = bins.iter().map(|b| b.mean).collect();
+        let peak = bins.iter().map(|b| b.max).fold(0.0, f64::max);
+        let _ = write!(
+            o,
+            r#"<rect class="rowhit" x="{X0}" y="{}" width="{}" height="{}"><title>cpu{k}: median {} busy, highest {}</title></rect>"#,
+            n1(ry),
+            n1(X1 - X0),
+            n1(rh),
+            pct(median(&means).unwrap_or(0.0)),
+            pct(peak)
+        );
+        if rh >= 7.0 || k == 0 || k + 1 == cores {
+            text(
+                &mut o,
+                "rowlbl",
+                X0 - 4.0,
+                ry + rh / 2.0 + 3.0,
+                "end",
+                &format!("cpu{k}"),
+            );
+        }
+    }
+    // Hottest thread and the whole box.
+    let ymax = 1.1;
+    let y = |f: f64| lb - f.min(ymax) / ymax * lh;
+    y_grid(&mut o, lt, lb, 1.0, 0.5, false, pct);
+    let box_bins = downsample(&c.sp, &c.s.cpu_busy, &c.ax);
+    path(
+        &mut o,
+        "line box",
+        &line_path(&box_bins, c.sp.step, &c.ax, y),
+    );
+    if let Some(t) = hot {
+        let key = ThreadKey {
+            process: t.process.clone(),
+            thread: t.thread.clone(),
+        };
+        if let Some(ts) = c.s.threads.get(&key) {
+            let b = downsample(&c.sp, &ts.frac, &c.ax);
+            path(&mut o, "env thr", &envelope_path(&b, c.sp.step, &c.ax, y));
+            path(&mut o, "line thr", &line_path(&b, c.sp.step, &c.ax, y));
+        }
+    }
+    hline(&mut o, "ceil", y(1.0));
+    text(
+        &mut o,
+        "lbl ceil-t",
+        X1 - 3.0,
+        y(1.0) - 3.0,
+        "end",
+        "one full core",
+    );
+    if c.s.points.is_empty() {
+        no_data(&mut o, top, lb, "no samples");
+    }
+    overlays(&mut o, c, top, lb);
+    o.push_str("</svg>");
+    (o, caption)
+}
+
+enum DiskRow {
+    Header(String),
+    Disk(String),
+}
+
+/// Util % (area) and await (line) per disk, members of md arrays grouped under their array.
+pub fn disk(c: &HostCtx) -> (String, String) {
+    let mut o = String::new();
+    let active = |name: &str| {
+        c.s.disks.get(name).is_some_and(|d| {
+            d.util.iter().any(|x| *x > 0.0)
+                || d.read_bps.iter().any(|x| *x > 0.0)
+                || d.write_bps.iter().any(|x| *x > 0.0)
+        })
+    };
+    let hello = c.data.instances.last().map(|i| &i.hello);
+    let mut rows = Vec::new();
+    let mut placed: BTreeSet<String> = BTreeSet::new();
+    let mut idle = Vec::new();
+    let mb_s = |name: &str| {
+        c.s.disks.get(name).map_or(0.0, |d| {
+            (crate::stats::mean(&d.read_bps).unwrap_or(0.0)
+                + crate::stats::mean(&d.write_bps).unwrap_or(0.0))
+                / MB
+        })
+    };
+    if let Some(h) = hello {
+        for md in &h.md_arrays {
+            let name = md.name.as_str().to_string();
+            let members: Vec<String> = md.members.iter().map(|m| m.as_str().to_string()).collect();
+            rows.push(DiskRow::Header(format!(
+                "{name}{} · {:.1} MB/s · members {}",
+                if md.level.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", md.level.as_str())
+                },
+                mb_s(&name),
+                members.join(" ")
+            )));
+            placed.insert(name);
+            for m in members {
+                if c.s.disks.contains_key(&m) && placed.insert(m.clone()) {
+                    rows.push(DiskRow::Disk(m));
+                }
+            }
+        }
+    }
+    for (name, d) in &c.s.disks {
+        if d.is_md && !placed.contains(name) {
+            rows.push(DiskRow::Header(format!(
+                "{name} array · {:.1} MB/s · members unknown",
+                mb_s(name)
+            )));
+            placed.insert(name.clone());
+        }
+    }
+    let grouped = !placed.is_empty();
+    let mut others = Vec::new();
+    for name in c.s.disks.keys() {
+        if placed.contains(name) {
+            continue;
+        }
+        if active(name) {
+            others.push(DiskRow::Disk(name.clone()));
+        } else {
+            idle.push(name.clone());
+        }
+    }
+    if grouped && !others.is_empty() {
+        rows.push(DiskRow::Header("other disks".into()));
+    }
+    rows.extend(others);
+
+    let shown: Vec<&String> = rows
+        .iter()
+        .filter_map(|r| match r {
+            DiskRow::Disk(n) => Some(n),
+            DiskRow::Header(_) => None,
+        })
+        .collect();
+    let amax_raw = shown
+        .iter()
+        .filter_map(|n| percentile(&c.s.disks[n.as_str()].await_ms, 0.98))
+        .fold(0.0, f64::max)
+        .max(5.0);
+    let amax = nice_step(amax_raw, 1);
+    let (hh, rh) = (15.0, 26.0);
+    let top = 4.0;
+    let mut bottom = top;
+    for r in &rows {
+        bottom += match r {
+            DiskRow::Header(_) => hh,
+            DiskRow::Disk(_) => rh,
+        };
+    }
+    if rows.is_empty() {
+        bottom += 40.0;
+    }
+    let h = bottom + 18.0;
+    let caption = format!(
+        "Disks · util % (area, 0–100 per row) and await (line, 0–{amax:.0} ms){}",
+        if idle.is_empty() {
+            String::new()
+        } else {
+            format!(" · idle: {}", idle.join(" "))
+        }
+    );
+    open(&mut o, c, "disk", h, true, &caption);
+    time_grid(&mut o, &c.ax, top, bottom);
+    let mut yy = top;
+    for r in &rows {
+        match r {
+            DiskRow::Header(t) => {
+                text(&mut o, "grp", X0 + 2.0, yy + 11.0, "start", t);
+                yy += hh;
+            }
+            DiskRow::Disk(name) => {
+                let d = &c.s.disks[name.as_str()];
+                let (rt, rb) = (yy + 2.0, yy + rh - 2.0);
+                let uy = |v: f64| rb - v.clamp(0.0, 1.0) * (rb - rt);
+                let ay = |v: f64| rb - (v / amax).clamp(0.0, 1.0) * (rb - rt);
+                let _ = write!(
+                    o,
+                    r#"<rect class="strip" x="{X0}" y="{}" width="{}" height="{}"/>"#,
+                    n1(rt),
+                    n1(X1 - X0),
+                    n1(rb - rt)
+                );
+                let ub = downsample(&c.sp, &d.util, &c.ax);
+                path(
+                    &mut o,
+                    "area util",
+                    &area_path(&ub, c.sp.step, &c.ax, uy, rb),
+                );
+                let ab = downsample(&c.sp, &d.await_ms, &c.ax);
+                path(&mut o, "line await", &line_path(&ab, c.sp.step, &c.ax, ay));
+                let ds = c.sum.and_then(|h| h.disks.iter().find(|x| &x.name == name));
+                let (u, aw) = ds.map_or_else(
+                    || {
+                        (
+                            median(&d.util).unwrap_or(0.0),
+                            median(&d.await_ms).unwrap_or(0.0),
+                        )
+                    },
+                    |x| (x.util, x.await_ms),
+                );
+                let tip = match ds {
+                    Some(x) => format!(
+                        "{name}: util {} median, {} best 10 s; await {:.1} ms; queue {:.1}; {:.1} MB/s read, {:.1} MB/s written{}",
+                        pct(x.util),
+                        pct(x.util_peak),
+                        x.await_ms,
+                        x.queue,
+                        x.read_mb_s,
+                        x.write_mb_s,
+                        match x.rotational {
+                            Some(true) => "; rotational",
+                            Some(false) => "; solid state",
+                            None => "",
+                        }
+                    ),
+                    None => format!("{name}: util {} median", pct(u)),
+                };
+                let _ = write!(
+                    o,
+                    r#"<rect class="rowhit" x="{X0}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
+                    n1(rt),
+                    n1(X1 - X0),
+                    n1(rb - rt),
+                    esc(&tip)
+                );
+                text(&mut o, "rowlbl", X0 - 4.0, yy + rh / 2.0 + 3.0, "end", name);
+                text(
+                    &mut o,
+                    "rowval",
+                    X1 + 3.0,
+                    yy + rh / 2.0 - 1.0,
+                    "start",
+                    &pct(u),
+                );
+                text(
+                    &mut o,
+                    "rowval aw",
+                    X1 + 3.0,
+                    yy + rh / 2.0 + 8.0,
+                    "start",
+                    &format!("{aw:.0} ms"),
+                );
+                yy += rh;
+            }
+        }
+    }
+    if rows.is_empty() {
+        no_data(&mut o, top, bottom, "no disk activity");
+    }
+    overlays(&mut o, c, top, bottom);
+    o.push_str("</svg>");
+    (o, caption)
+}
+
+/// Memory in use (area, of the total) and swap activity (line, pages/s on the right axis).
+pub fn memory(c: &HostCtx) -> (String, String) {
+    let mut o = String::new();
+    let (top, ph) = (10.0, 80.0);
+    let bottom = top + ph;
+    let h = bottom + 18.0;
+    let m = &c.s.mem;
+    let used: Vec<f64> = m
+        .total_kib
+        .iter()
+        .zip(&m.available_kib)
+        .map(|(t, a)| {
+            if *t > 0.0 {
+                (1.0 - a / t).clamp(0.0, 1.0)
+            } else {
+                f64::NAN
+            }
+        })
+        .collect();
+    let swap: Vec<f64> = m
+        .swap_in_ps
+        .iter()
+        .zip(&m.swap_out_ps)
+        .map(|(a, b)| a + b)
+        .collect();
+    let total_mib = median(&m.total_kib).unwrap_or(0.0) / 1024.0;
+    let swapped = max(&swap).unwrap_or(0.0);
+    let caption = format!(
+        "Memory · in use of {} (area) · swap in+out pages/s (line, right axis){}",
+        if total_mib >= 1024.0 {
+            format!("{:.2} GiB", total_mib / 1024.0)
+        } else {
+            format!("{total_mib:.0} MiB")
+        },
+        if swapped <= 0.0 {
+            " · no swapping"
+        } else {
+            ""
+        }
+    );
+    open(&mut o, c, "memory", h, true, &caption);
+    time_grid(&mut o, &c.ax, top, bottom);
+    y_grid(&mut o, top, bottom, 1.0, 0.5, false, pct);
+    let ub = downsample(&c.sp, &used, &c.ax);
+    let y = |v: f64| bottom - v.clamp(0.0, 1.0) * ph;
+    path(
+        &mut o,
+        "area mem",
+        &area_path(&ub, c.sp.step, &c.ax, y, bottom),
+    );
+    let sb = downsample(&c.sp, &swap, &c.ax);
+    let smax_raw = max_bins(&sb).max(verdict::SWAP_WALL_PAGES_PS / 4.0);
+    let sstep = nice_step(smax_raw, 2);
+    let smax = (smax_raw / sstep).ceil() * sstep;
+    let sy = |v: f64| bottom - (v / smax).clamp(0.0, 1.0) * ph;
+    y_grid(&mut o, top, bottom, smax, sstep, true, |v| {
+        format!("{v:.0}")
+    });
+    text(&mut o, "unit", W - 2.0, 7.0, "end", "pages/s");
+    if smax >= verdict::SWAP_WALL_PAGES_PS {
+        hline(&mut o, "prac", sy(verdict::SWAP_WALL_PAGES_PS));
+    }
+    path(
+        &mut o,
+        "env swap",
+        &envelope_path(&sb, c.sp.step, &c.ax, sy),
+    );
+    path(&mut o, "line swap", &line_path(&sb, c.sp.step, &c.ax, sy));
+    if ub.is_empty() {
+        no_data(&mut o, top, bottom, "no memory figures");
+    }
+    overlays(&mut o, c, top, bottom);
+    o.push_str("</svg>");
+    (o, caption)
+}
+
+const ORDER: [&str; 5] = ["cpu_thread", "cpu_all", "disk", "nic", "memory"];
+
+fn threshold(resource: &str) -> Option<f64> {
+    match resource {
+        "cpu_thread" => Some(verdict::THREAD_WALL),
+        "cpu_all" => Some(verdict::CPU_ALL_WALL),
+        "disk" => Some(verdict::DISK_WALL),
+        "nic" => Some(verdict::NIC_WALL),
+        _ => None,
+    }
+}
+
+/// Each resource's utilization as a share of its ceiling, as horizontal bars; the wall in red.
+pub fn bottleneck(c: &HostCtx) -> (String, String) {
+    let mut o = String::new();
+    let (bx0, bx1) = (178.0, 540.0);
+    let top = 18.0;
+    let rh = 24.0;
+    let rows: Vec<&Candidate> = ORDER
+        .iter()
+        .filter_map(|r| c.cands.iter().find(|x| x.resource == *r))
+        .collect();
+    let bottom = top + rows.len().max(1) as f64 * rh;
+    let h = bottom + 6.0;
+    let caption =
+        "Share of each ceiling (median over the transfer) · ticks: where it becomes a wall"
+            .to_string();
+    open(&mut o, c, "bottleneck", h, false, &caption);
+    o.push_str(r#"<g class="grid">"#);
+    for k in 0..=4 {
+        let x = n1(bx0 + (bx1 - bx0) * k as f64 / 4.0);
+        let _ = write!(
+            o,
+            r#"<line x1="{x}" y1="{}" x2="{x}" y2="{}"/><text x="{x}" y="{}" text-anchor="middle">{}%</text>"#,
+            n1(top - 4.0),
+            n1(bottom),
+            n1(top - 7.0),
+            k * 25
+        );
+    }
+    o.push_str("</g>");
+    for (i, cand) in rows.iter().enumerate() {
+        let y = top + i as f64 * rh;
+        let label = match cand.resource {
+            "cpu_thread" => format!("one thread · {}", cand.process.as_deref().unwrap_or("?")),
+            "cpu_all" => format!("all {} cores", c.s.cpu_count.max(1)),
+            "disk" => format!("busiest disk · {}", cand.device.as_deref().unwrap_or("?")),
+            "nic" => format!("link · {}", cand.device.as_deref().unwrap_or("?")),
+            "memory" => {
+                if cand.wall {
+                    "memory · swapping".into()
+                } else {
+                    "memory in use".into()
+                }
+            }
+            r => r.to_string(),
+        };
+        let is_wall = c.wall == Some(cand.resource);
+        let class = if is_wall {
+            "bar wall"
+        } else if cand.wall {
+            "bar hot"
+        } else {
+            "bar"
+        };
+        let u = cand.utilization.clamp(0.0, 1.0);
+        let w = ((bx1 - bx0) * u).max(1.0);
+        let _ = write!(
+            o,
+            r#"<g class="{class}" data-kind="{}"><title>{}</title><rect class="track" x="{bx0}" y="{}" width="{}" height="14"/><rect class="fill" x="{bx0}" y="{}" width="{}" height="14"/>"#,
+            cand.resource,
+            esc(&cand.sentence),
+            n1(y + 5.0),
+            n1(bx1 - bx0),
+            n1(y + 5.0),
+            n1(w)
+        );
+        text(&mut o, "barlbl", bx0 - 8.0, y + 16.0, "end", &label);
+        if let Some(th) = threshold(cand.resource) {
+            let x = n1(bx0 + (bx1 - bx0) * th);
+            let _ = write!(
+                o,
+                r#"<line class="thresh" x1="{x}" y1="{}" x2="{x}" y2="{}"/>"#,
+                n1(y + 2.0),
+                n1(y + 22.0)
+            );
+        }
+        let val = if is_wall {
+            format!("{} ◀ the wall", pct(cand.utilization))
+        } else {
+            pct(cand.utilization)
+        };
+        text(
+            &mut o,
+            "barval",
+            bx0 + w.max(0.0) + 6.0,
+            y + 16.0,
+            "start",
+            &val,
+        );
+        o.push_str("</g>");
+    }
+    if rows.is_empty() {
+        no_data(&mut o, top, bottom, "no samples");
+    }
+    o.push_str("</svg>");
+    (o, caption)
+}
