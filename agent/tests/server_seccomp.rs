@@ -1,0 +1,142 @@
+//! Linux 3.10 has no syscall newer than `finit_module`. This test runs the agent under a seccomp
+//! filter that makes EVERY later syscall fail with ENOSYS (getrandom, statx, clone3, pidfd_*,
+//! close_range, openat2, faccessat2, epoll_pwait2, rseq, copy_file_range, memfd_create,
+//! renameat2, sched_setattr, preadv2, io_uring_*, futex_waitv, ... everything numbered after
+//! 313 on x86_64 / 273 on aarch64), as an old kernel would, and checks that a collector still
+//! authenticates and receives samples.
+//!
+//! `NASPROBE_AGENT_BIN=dist/nasprobe-agent-x86_64-unknown-linux-musl cargo test --test
+//! server_seccomp` runs it on the static build that ships.
+
+mod server_common;
+
+use server_common::*;
+use std::time::Duration;
+
+#[cfg(target_arch = "x86_64")]
+const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
+#[cfg(target_arch = "x86_64")]
+const FIRST_AFTER_3_10: u32 = 314; // sched_setattr (3.14); 313 finit_module is the last of 3.10
+
+#[cfg(target_arch = "aarch64")]
+const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
+#[cfg(target_arch = "aarch64")]
+const FIRST_AFTER_3_10: u32 = 274; // sched_setattr in the generic table
+
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+
+fn stmt(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// Every syscall numbered `FIRST_AFTER_3_10` or above (x32 ones included) → ENOSYS.
+fn filter() -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+    const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    vec![
+        // seccomp_data: nr at 0, arch at 4.
+        stmt(LD_W_ABS, 4),
+        jump(JEQ_K, ARCH, 0, 3), // another ABI: allow
+        stmt(LD_W_ABS, 0),
+        jump(JGE_K, FIRST_AFTER_3_10, 1, 0),
+        stmt(RET_K, SECCOMP_RET_ALLOW),
+        stmt(RET_K, SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+    ]
+}
+
+/// Installs `prog` on the calling process (after fork, before exec). Async-signal-safe: two
+/// prctl calls on memory prepared before the fork.
+fn install(prog: &[libc::sock_filter]) -> std::io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: plain prctl calls; `fprog` points to a live filter.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &fprog as *const libc::sock_fprog,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn agent_serves_with_every_post_3_10_syscall_failing_with_enosys() {
+    // Sanity: the filter does what it says, in a child process of our own.
+    let prog = filter();
+    // SAFETY: the child only calls async-signal-safe functions and _exit.
+    unsafe {
+        let pid = libc::fork();
+        assert!(pid >= 0);
+        if pid == 0 {
+            let ok = install(&prog).is_ok();
+            let mut b = [0u8; 4];
+            let r = libc::syscall(libc::SYS_getrandom, b.as_mut_ptr(), 4usize, 0u32);
+            let e = *libc::__errno_location();
+            let r2 = libc::syscall(libc::SYS_getpid);
+            libc::_exit(if ok && r == -1 && e == libc::ENOSYS && r2 > 0 {
+                0
+            } else {
+                1
+            });
+        }
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the seccomp filter does not work here"
+        );
+    }
+
+    big_stack(move || {
+        let agent = AgentBuilder::new("seccomp")
+            .args(&["--interval", "100"])
+            .pre_exec(move || install(&prog))
+            .start();
+        // The filter is on the agent (mode 2 = filter).
+        let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+        assert!(
+            status
+                .lines()
+                .any(|l| l.starts_with("Seccomp:") && l.ends_with('2')),
+            "{status}"
+        );
+        // It made its token (from /dev/urandom), and serves.
+        assert_eq!(agent.token.len(), 64);
+        let (mut c, hello) = agent.connect();
+        assert_ne!(hello.instance_id, 0);
+        c.resume(0, 0);
+        let recs = read_contiguous(&mut c, 1, 12);
+        assert!(
+            recs.iter()
+                .any(|r| matches!(r.body, nasprobe_proto::RecordBody::Sample(_))),
+            "samples are served"
+        );
+        // A second client resumes where the first left off.
+        drop(c);
+        let (mut c, _) = agent.connect();
+        c.resume(hello.instance_id, 12);
+        read_contiguous(&mut c, 13, 15);
+        assert!(agent.wait_log("connection closed by the collector", Duration::from_secs(5)));
+    });
+}
