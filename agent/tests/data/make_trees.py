@@ -398,7 +398,7 @@ pgrotated 12312
     procs = [
         (1, "systemd", "S", 0, 1231, 4123, 1, 3, b"/sbin/init\0"),
         (10233, "synoreplicad", "S", 1, 91231231, 1231231, 14, 800, b"/var/packages/SnapshotReplication/target/sbin/synoreplicad\0"),
-        (15234, "btrfs", "S", 10233, 412312, 5123123, 1, 212000000, b"btrfs\0send\0-p\0/volume1/@sharesnap/data/GMT+02-2024.05.01-02.00.00\0-k\028399387\0/volume1/@sharesnap/data/GMT+02-2024.05.02-02.00.00\0"),
+        (15234, "btrfs", "S", 10233, 412312, 5123123, 1, 212000000, b"btrfs\0send\0-p\0/volume1/@sharesnap/data/GMT+02-2024.05.01-02.00.00\0-k\x0028399387\0/volume1/@sharesnap/data/GMT+02-2024.05.02-02.00.00\0"),
     ]
     for pid, comm, st, ppid, ut, stt, th, start, cmd in procs:
         w(root, f"proc/{pid}/stat", pidstat(pid, comm, st, ppid, ut, stt, th, start))
