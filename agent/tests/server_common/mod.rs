@@ -92,11 +92,19 @@ impl AgentBuilder {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        if let Some(f) = self.pre_exec {
-            // SAFETY: the closure only makes raw syscalls (prctl/seccomp), no allocation.
-            unsafe {
-                cmd.pre_exec(f);
-            }
+        let mut user = self.pre_exec;
+        // SAFETY: only raw syscalls (prctl, and the caller's seccomp setup) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The agent dies with the test thread that started it, even if the test aborts.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                match user.as_mut() {
+                    Some(f) => f(),
+                    None => Ok(()),
+                }
+            });
         }
         let mut child = cmd.spawn().expect("spawn agent");
         let log = Arc::new(Mutex::new(String::new()));
