@@ -86,6 +86,9 @@ pub enum Command {
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         since: Option<Duration>,
     },
+    /// Check the database: integrity, and per agent instance that every sequence number is
+    /// stored exactly once or recorded as a gap (exit 1 otherwise)
+    Check,
     /// Edit the host list
     Hosts {
         #[command(subcommand)]

@@ -42,6 +42,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => nasprobe::watch::run(c, local, duration, plain, &hosts),
         Command::Report { since, json } => nasprobe::report::run(c, since, json),
         Command::Events { since } => nasprobe::report::events(c, since),
+        Command::Check => nasprobe::report::check(c),
         Command::Hosts { command } => {
             let (path, mut list) = nasprobe::host_list(c)?;
             match command {

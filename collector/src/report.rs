@@ -187,6 +187,35 @@ pub fn events(c: &Common, since: Option<Duration>) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub fn check(c: &Common) -> anyhow::Result<()> {
+    let db = crate::db_path(c);
+    anyhow::ensure!(db.exists(), "no database at {}", db.display());
+    let store = Store::open(&db)?;
+    let integrity = store.integrity_check()?;
+    println!("integrity {integrity}");
+    let mut bad = integrity != "ok";
+    for i in store.check()? {
+        println!(
+            "host {} instance {:x} seq {}..{} stored {} gone {} duplicates {} holes {}",
+            i.host,
+            i.instance_id,
+            i.first_seq,
+            i.last_seq,
+            i.stored,
+            i.gone,
+            i.duplicates,
+            if i.holes.is_empty() {
+                "none".to_string()
+            } else {
+                format!("{:?}", i.holes)
+            }
+        );
+        bad |= i.duplicates > 0 || !i.holes.is_empty();
+    }
+    anyhow::ensure!(!bad, "database {} failed the check", db.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

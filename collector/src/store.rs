@@ -282,6 +282,22 @@ pub struct HostSummary {
     pub gaps: Vec<Gap>,
 }
 
+/// Result of [`Store::check`] for one agent instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceCheck {
+    pub host: String,
+    pub instance_id: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Rows stored (samples + events).
+    pub stored: u64,
+    pub duplicates: u64,
+    /// Seqs recorded as gone (agent's `Gone`).
+    pub gone: u64,
+    /// Ranges missing without a recorded gap: must be empty.
+    pub holes: Vec<(u64, u64)>,
+}
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
@@ -917,6 +933,55 @@ impl Store {
             .map_err(|e| self.err(e))?;
         rows.map(|r| r.map(|v| v as u64).map_err(|e| self.err(e)))
             .collect()
+    }
+
+    /// Checks every instance: stored sequence numbers (samples and events) must cover
+    /// `first..=last_seq` except for ranges recorded as gaps; `first` is 1, or the first seq kept
+    /// after retention. Returns one line per instance and whether all are complete.
+    pub fn check(&self) -> Result<Vec<InstanceCheck>, StoreError> {
+        let e = |e| self.err(e);
+        let mut out = Vec::new();
+        let gaps = self.gaps(None, None).map_err(e)?;
+        for (name, _addr, _host, raw) in self.instances().map_err(e)? {
+            let seqs = self.seqs(raw.row)?;
+            let dupes = seqs.windows(2).filter(|w| w[0] == w[1]).count() as u64;
+            let gone: Vec<(u64, u64)> = gaps
+                .iter()
+                .filter(|g| g.host == name && g.instance_id == raw.instance_id)
+                .filter_map(|g| Some((g.from_seq?, g.to_seq?)))
+                .collect();
+            let in_gap = |s: u64| gone.iter().any(|&(a, b)| a <= s && s <= b);
+            let first = seqs
+                .first()
+                .copied()
+                .unwrap_or(1)
+                .min(gone.iter().map(|g| g.0).min().unwrap_or(u64::MAX));
+            let mut holes = Vec::new();
+            let mut it = seqs.iter().peekable();
+            for s in first..=raw.last_seq {
+                while it.peek().is_some_and(|&&x| x < s) {
+                    it.next();
+                }
+                if it.peek() == Some(&&s) || in_gap(s) {
+                    continue;
+                }
+                match holes.last_mut() {
+                    Some((_, b)) if *b + 1 == s => *b = s,
+                    _ => holes.push((s, s)),
+                }
+            }
+            out.push(InstanceCheck {
+                host: name,
+                instance_id: raw.instance_id,
+                first_seq: first,
+                last_seq: raw.last_seq,
+                stored: seqs.len() as u64,
+                duplicates: dupes,
+                gone: gone.iter().map(|g| g.1 - g.0 + 1).sum(),
+                holes,
+            });
+        }
+        Ok(out)
     }
 
     /// Deletes everything older than `cutoff_ms`; returns the number of rows deleted.
