@@ -354,6 +354,7 @@ pub struct Server {
     last_sample_at: Option<Instant>,
     samples: u64,
     skipped_ticks: u64,
+    ring_full: bool,
 }
 
 /// Why `run` returned.
@@ -390,6 +391,7 @@ impl Server {
             last_sample_at: None,
             samples: 0,
             skipped_ticks: 0,
+            ring_full: false,
             cfg,
             limits,
             token,
@@ -550,6 +552,17 @@ impl Server {
             Ok(n) => {
                 push_frame(&mut self.ring, &self.scratch[..n], &mut self.clients);
                 self.samples += 1;
+                if !self.ring_full && self.ring.oldest_seq() > 1 {
+                    self.ring_full = true;
+                    let (oldest, newest) = self.ring.seq_range();
+                    log::info!(
+                        "history ring full after {} samples: it holds records {oldest}..={newest} \
+                         ({} bytes, about {} s of history); the oldest are overwritten from now on",
+                        self.samples,
+                        self.ring.used_bytes(),
+                        self.samples * self.cfg.interval_ms as u64 / 1000
+                    );
+                }
             }
             Err(e) => log::error!("sample not recorded: {e}"),
         }
