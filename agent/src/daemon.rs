@@ -205,8 +205,9 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// Installs the handlers for SIGTERM, SIGINT and SIGHUP (all mean "exit cleanly"), and
-    /// ignores SIGPIPE.
+    /// Installs the handlers for SIGTERM, SIGINT and SIGHUP (all mean "exit cleanly"; SIGHUP
+    /// stays ignored when the agent was started ignoring it, as under nohup), and ignores
+    /// SIGPIPE.
     pub fn install() -> Result<Signals, String> {
         use nix::fcntl::OFlag;
         use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -222,7 +223,11 @@ impl Signals {
         // SAFETY: the handler only does async-signal-safe work.
         unsafe {
             for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-                sigaction(s, &act).map_err(|e| format!("sigaction {s}: {e}"))?;
+                let old = sigaction(s, &act).map_err(|e| format!("sigaction {s}: {e}"))?;
+                // Started with nohup (SIGHUP ignored): keep it that way.
+                if s == Signal::SIGHUP && matches!(old.handler(), SigHandler::SigIgn) {
+                    sigaction(s, &ign).map_err(|e| format!("sigaction {s}: {e}"))?;
+                }
             }
             sigaction(Signal::SIGPIPE, &ign).map_err(|e| format!("sigaction SIGPIPE: {e}"))?;
         }

@@ -367,7 +367,7 @@ fn log_file_gets_the_log() {
         let dir = std::env::temp_dir().join(format!("nasprobe-log-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let logfile = dir.join("agent.log");
-        let mut child = std::process::Command::new(agent_bin())
+        let mut child = agent_command()
             .args([
                 "--listen",
                 "127.0.0.1:0",
@@ -409,7 +409,7 @@ fn group_readable_token_is_refused_with_the_fix() {
         let token = dir.join("token");
         std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").unwrap();
         std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let out = std::process::Command::new(agent_bin())
+        let out = agent_command()
             .args(["--listen", "127.0.0.1:0", "--token-file"])
             .arg(&token)
             .output()

@@ -25,6 +25,18 @@ pub fn agent_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nasprobe-agent")))
 }
 
+/// A command that runs the agent binary (through `NASPROBE_AGENT_RUNNER` when set).
+pub fn agent_command() -> Command {
+    match std::env::var("NASPROBE_AGENT_RUNNER") {
+        Ok(r) if !r.is_empty() => {
+            let mut c = Command::new(r);
+            c.arg(agent_bin());
+            c
+        }
+        _ => Command::new(agent_bin()),
+    }
+}
+
 /// A running agent, killed on drop.
 pub struct Agent {
     pub child: Child,
@@ -77,14 +89,7 @@ impl AgentBuilder {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let token_file = dir.join("token");
-        let mut cmd = match std::env::var("NASPROBE_AGENT_RUNNER") {
-            Ok(r) if !r.is_empty() => {
-                let mut c = Command::new(r);
-                c.arg(agent_bin());
-                c
-            }
-            _ => Command::new(agent_bin()),
-        };
+        let mut cmd = agent_command();
         cmd.args(["--listen", "127.0.0.1:0", "--nice", "0", "--token-file"])
             .arg(&token_file)
             .args(&self.args)
