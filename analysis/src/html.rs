@@ -250,6 +250,15 @@ fn verdict_section(o: &mut String, r: &Report) {
         for p in &r.patterns {
             let _ = write!(o, "<li>{}", rich(&p.summary));
             if !p.deaths.is_empty() {
+                // A long run of deaths is folded: the verdict stays one screen.
+                let folded = p.deaths.len() > 4;
+                if folded {
+                    let _ = write!(
+                        o,
+                        "<details class=\"deaths\"><summary>each of the {} deaths, with the minute before it</summary>",
+                        p.deaths.len()
+                    );
+                }
                 o.push_str("<ul class=\"deaths\">");
                 for d in &p.deaths {
                     let mut ctx = vec![
@@ -276,6 +285,9 @@ fn verdict_section(o: &mut String, r: &Report) {
                     );
                 }
                 o.push_str("</ul>");
+                if folded {
+                    o.push_str("</details>");
+                }
             }
             o.push_str("</li>");
         }
@@ -437,6 +449,7 @@ header{font-size:13px;margin-bottom:6px}.brand{font-weight:700;letter-spacing:.0
 #verdict ul{margin:0;padding-left:18px}#verdict li{margin:1px 0}
 #verdict .flow{margin:0 0 2px}
 .cols{display:grid;grid-template-columns:minmax(0,1.5fr) minmax(0,1fr) minmax(0,1fr);gap:18px}
+details.deaths summary{cursor:pointer;font-size:12.5px;color:var(--muted)}
 .ruled li,.deaths li{font-size:12.5px;color:var(--muted)}
 .would li{font-weight:600}
 .grade{font-weight:700;padding:0 5px;border-radius:4px;background:var(--line)}
@@ -467,7 +480,7 @@ svg.chart text{fill:currentColor}
 .area{stroke:none}.area.util{fill:var(--util);fill-opacity:.45}.area.mem{fill:var(--mem);fill-opacity:.35}
 .ceil{stroke:var(--ceil);stroke-width:1.4}.prac{stroke:var(--ceil);stroke-width:1;stroke-dasharray:2 3;stroke-opacity:.7}
 .sus{stroke:var(--sus);stroke-width:1.3;stroke-dasharray:6 3}
-.lbl{font-size:10px;font-weight:600;paint-order:stroke;stroke:var(--bg);stroke-width:3px;stroke-linejoin:round}
+.lbl{pointer-events:none;font-size:10px;font-weight:600;paint-order:stroke;stroke:var(--bg);stroke-width:3px;stroke-linejoin:round}
 .ceil-t{fill:var(--ceil)!important}.sus-t{fill:var(--sus)!important}.peak-t{fill:var(--rx)!important}
 .peak circle{fill:var(--bg);stroke:var(--rx);stroke-width:2}
 .strip{fill:var(--grid);fill-opacity:.35}

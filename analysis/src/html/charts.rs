@@ -91,20 +91,30 @@ pub fn describe(time_ms: u64, e: &Event) -> String {
 
 /// Groups a host's events into markers: never drops one, merges those that share a pixel.
 pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
-    let mut groups: BTreeMap<(i64, &'static str), Marker> = BTreeMap::new();
+    // Within a column the strongest kind gives the marker its colour.
+    let rank = |c: &str| match c {
+        "ev-exit" => 0,
+        "ev-link" => 1,
+        "ev-agent" => 2,
+        "ev-dev" => 3,
+        _ => 4,
+    };
+    let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
     for e in &data.events {
         let class = event_class(&e.event);
-        let col = (ax.x(e.time_ms as f64) / 2.0).round() as i64;
-        let m = groups.entry((col, class)).or_insert_with(|| Marker {
+        let col = (ax.x(e.time_ms as f64) / 3.0).round() as i64;
+        let m = groups.entry(col).or_insert_with(|| Marker {
             t: e.time_ms as f64,
             class,
             texts: Vec::new(),
         });
+        if rank(class) < rank(m.class) {
+            m.class = class;
+            m.t = e.time_ms as f64;
+        }
         m.texts.push(describe(e.time_ms, &e.event));
     }
-    let mut v: Vec<Marker> = groups.into_values().collect();
-    v.sort_by(|a, b| a.t.total_cmp(&b.t).then(a.class.cmp(b.class)));
-    v
+    groups.into_values().collect()
 }
 
 fn open(o: &mut String, c: &HostCtx, resource: &str, h: f64, timed: bool, label: &str) {
@@ -221,19 +231,23 @@ fn overlays(o: &mut String, c: &HostCtx, top: f64, bottom: f64) {
             ))
         );
     }
+    // Many markers: short ticks at the top instead of full-height lines over the data.
+    let dense = c.markers.len() > 40;
+    let tick_b = if dense { n1(top + 9.0) } else { b.clone() };
     for m in &c.markers {
         let x = c.ax.x(m.t);
         let xs = n1(x);
         let glyph = match m.class {
             "ev-exit" => format!("M{} {}l7 0l-3.5 6z", n1(x - 3.5), n1(top)),
-            "ev-start" => format!("M{} {}l7 0l-3.5 -6z", n1(x - 3.5), n1(bottom)),
+            "ev-start" if !dense => format!("M{} {}l7 0l-3.5 -6z", n1(x - 3.5), n1(bottom)),
+            "ev-start" => format!("M{} {}l7 0l-3.5 -6z", n1(x - 3.5), n1(top + 6.0)),
             "ev-link" => format!("M{xs} {}l3.5 3.5l-3.5 3.5l-3.5 -3.5z", n1(top)),
             "ev-agent" => format!("M{} {}h6v6h-6z", n1(x - 3.0), n1(top)),
             _ => format!("M{} {}h5v5h-5z", n1(x - 2.5), n1(top)),
         };
         let _ = write!(
             o,
-            r#"<g class="ev {}" data-n="{}"><title>{}</title><line class="hit" x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><line x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><path d="{glyph}"/></g>"#,
+            r#"<g class="ev {}" data-n="{}"><title>{}</title><line class="hit" x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><line x1="{xs}" y1="{t}" x2="{xs}" y2="{tick_b}"/><path d="{glyph}"/></g>"#,
             m.class,
             m.texts.len(),
             esc(&m.texts.join("\n"))
@@ -302,6 +316,7 @@ pub fn busiest_nic(s: &HostSeries) -> Option<&str> {
 /// Transfer throughput of the busiest NIC, rx and tx in MB/s, against the link.
 pub fn throughput(c: &HostCtx) -> (String, String) {
     let mut o = String::new();
+    let mut lbls = String::new();
     let (top, ph) = (14.0, 124.0);
     let bottom = top + ph;
     let h = bottom + 18.0;
@@ -320,7 +335,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
     let btx = downsample(&c.sp, &tx, &c.ax);
     let speed = median(&n.speed_bps).unwrap_or(0.0) / MB;
     let nsum = c.sum.and_then(|h| h.nics.iter().find(|x| x.name == name));
-    let ymax = speed.max(max_bins(&brx)).max(max_bins(&btx)).max(1.0) * 1.08;
+    let ymax = speed.max(max_bins(&brx)).max(max_bins(&btx)).max(1.0) * 1.15;
     let step = nice_step(ymax, 4);
     let y = |v: f64| bottom - v / ymax * ph;
     let caption = format!(
@@ -353,7 +368,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
         hline(&mut o, "ceil", y(speed));
         hline(&mut o, "prac", y(speed * verdict::NIC_PRACTICAL));
         text(
-            &mut o,
+            &mut lbls,
             "lbl ceil-t",
             X1 - 3.0,
             y(speed) - 4.0,
@@ -375,7 +390,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
         if sus > 0.0 {
             hline(&mut o, "sus", y(sus));
             text(
-                &mut o,
+                &mut lbls,
                 "lbl sus-t",
                 X0 + 4.0,
                 y(sus) + 12.0,
@@ -403,7 +418,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
                 );
                 let right = px > (X0 + X1) / 2.0;
                 text(
-                    &mut o,
+                    &mut lbls,
                     "lbl peak-t",
                     if right { px - 6.0 } else { px + 6.0 },
                     (py - 6.0).max(top + 8.0),
@@ -417,6 +432,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
         no_data(&mut o, top, bottom, "no samples");
     }
     overlays(&mut o, c, top, bottom);
+    o.push_str(&lbls);
     o.push_str("</svg>");
     (o, caption)
 }
@@ -424,6 +440,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
 /// Per-core CPU as a heat strip, then the hottest thread against one core and the whole box.
 pub fn cpu(c: &HostCtx) -> (String, String) {
     let mut o = String::new();
+    let mut lbls = String::new();
     let cores =
         c.s.cpu_count
             .max(c.s.core_busy.iter().map(Vec::len).max().unwrap_or(0))
@@ -524,7 +541,7 @@ pub fn cpu(c: &HostCtx) -> (String, String) {
     }
     hline(&mut o, "ceil", y(1.0));
     text(
-        &mut o,
+        &mut lbls,
         "lbl ceil-t",
         X1 - 3.0,
         y(1.0) - 3.0,
@@ -535,6 +552,7 @@ pub fn cpu(c: &HostCtx) -> (String, String) {
         no_data(&mut o, top, lb, "no samples");
     }
     overlays(&mut o, c, top, lb);
+    o.push_str(&lbls);
     o.push_str("</svg>");
     (o, caption)
 }
@@ -625,10 +643,12 @@ pub fn disk(c: &HostCtx) -> (String, String) {
         .filter_map(|n| percentile(&c.s.disks[n.as_str()].await_ms, 0.98))
         .fold(0.0, f64::max)
         .max(5.0);
-    let amax = nice_step(amax_raw, 1);
+    let amax = nice_step(amax_raw * 1.5, 1);
     let (hh, rh) = (15.0, 26.0);
     let top = 4.0;
-    let mut bottom = top;
+    // Room for the event glyphs above the first row.
+    let pad = 7.0;
+    let mut bottom = top + pad;
     for r in &rows {
         bottom += match r {
             DiskRow::Header(_) => hh,
@@ -649,7 +669,7 @@ pub fn disk(c: &HostCtx) -> (String, String) {
     );
     open(&mut o, c, "disk", h, true, &caption);
     time_grid(&mut o, &c.ax, top, bottom);
-    let mut yy = top;
+    let mut yy = top + pad;
     for r in &rows {
         match r {
             DiskRow::Header(t) => {
@@ -743,7 +763,7 @@ pub fn disk(c: &HostCtx) -> (String, String) {
 /// Memory in use (area, of the total) and swap activity (line, pages/s on the right axis).
 pub fn memory(c: &HostCtx) -> (String, String) {
     let mut o = String::new();
-    let (top, ph) = (10.0, 80.0);
+    let (top, ph) = (14.0, 80.0);
     let bottom = top + ph;
     let h = bottom + 18.0;
     let m = &c.s.mem;
