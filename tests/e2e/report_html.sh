@@ -186,9 +186,27 @@ check_page() { # name html min_events
         --screenshot="$TMP/$name-dark.png" --window-size=1400,1800 "file://$html" >/dev/null ||
         fail "$name: chromium dark screenshot failed"
     python3 "$TMP/check.py" png "$TMP/$name-dark.png" dark || fail "$name: dark screenshot"
-    chrome --dump-dom "file://$html" >"$TMP/$name.dom.html" || fail "$name: --dump-dom failed"
+    : >"$TMP/chromium.log"
+    chrome --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$TMP/$name.dom.html" ||
+        fail "$name: --dump-dom failed"
+    if grep -E 'Uncaught|CONSOLE.*(Error|error)' "$TMP/chromium.log"; then
+        fail "$name: script errors in the page"
+    fi
     python3 "$TMP/check.py" dom "$TMP/$name.dom.html" "$EXPECT_HOSTS" "$RESOURCES" \
         "$EXPECT_VERDICT" "$min_events" || fail "$name: DOM"
+    # The cursor: a synthetic pointer move over the first chart puts a cursor on every time
+    # chart and the time in the corner.
+    sed 's#</body>#<script>var s=document.querySelector("svg.chart[data-t0]"),r=s.getBoundingClientRect();s.dispatchEvent(new MouseEvent("mousemove",{clientX:r.left+r.width/2,clientY:r.top+r.height/2}));</script></body>#' \
+        "$html" >"$TMP/$name.hover.html"
+    chrome --window-size=1400,1800 --dump-dom "file://$TMP/$name.hover.html" >"$TMP/$name.hover.dom.html" ||
+        fail "$name: --dump-dom (hover) failed"
+    local timed cursors
+    timed=$(grep -o '<svg class="chart"[^>]*data-t0=' "$TMP/$name.hover.dom.html" | wc -l)
+    cursors=$(grep -o '<line class="cursor"[^>]*visibility="visible"' "$TMP/$name.hover.dom.html" | wc -l)
+    ((timed > 0 && cursors == timed)) || fail "$name: hover cursor on $cursors of $timed time charts"
+    grep -q '<div id="cursor-time">20[0-9-]* [0-9:]* UTC</div>' "$TMP/$name.hover.dom.html" ||
+        fail "$name: hover shows no time"
+    say "$name: hover cursor on all $timed time charts"
 }
 
 say "rendering the reports"
