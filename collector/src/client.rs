@@ -50,10 +50,10 @@ pub enum ClientError {
         expected: &'static str,
         got: &'static str,
     },
-    #[error(
-        "{host}: the agent refused us: {reason} (wrong token? check --token-file or the host's token file)"
-    )]
+    #[error("{host}: the agent refused us: {reason}")]
     Refused { host: String, reason: String },
+    #[error("{host}: the agent closed the stream: {reason}")]
+    Goodbye { host: String, reason: String },
     #[error(
         "{host}: the agent failed to prove it holds the token (another token, or not a nasprobe agent)"
     )]
@@ -84,12 +84,13 @@ pub enum ClientError {
 impl ClientError {
     /// True when retrying soon is pointless (wrong token, other protocol): back off longer.
     pub fn is_configuration(&self) -> bool {
-        matches!(
-            self,
-            ClientError::Refused { .. }
-                | ClientError::BadAgentProof { .. }
-                | ClientError::Version { .. }
-        )
+        match self {
+            ClientError::Refused { reason, .. } => {
+                reason.contains("authentication") || reason.contains("too many")
+            }
+            ClientError::BadAgentProof { .. } | ClientError::Version { .. } => true,
+            _ => false,
+        }
     }
 }
 
@@ -211,6 +212,12 @@ impl Session {
     async fn handshake(&mut self, token: &[u8]) -> Result<(), ClientError> {
         let challenge = match self.read_msg().await? {
             Message::Challenge(c) => c,
+            Message::Refused(r) => {
+                return Err(ClientError::Refused {
+                    host: self.host.clone(),
+                    reason: r.reason.to_string(),
+                });
+            }
             other => return Err(self.unexpected("Challenge", &other)),
         };
         let client_nonce = random_nonce();
@@ -300,7 +307,7 @@ impl Session {
                 Ok(Incoming::Gone(g))
             }
             Message::KeepAlive(k) => Ok(Incoming::KeepAlive(k)),
-            Message::Refused(r) => Err(ClientError::Refused {
+            Message::Refused(r) => Err(ClientError::Goodbye {
                 host: self.host.clone(),
                 reason: r.reason.to_string(),
             }),
