@@ -90,7 +90,7 @@ pub fn render(hosts: &[HostData], report: &Report) -> String {
             let (svg, caption) = f(c);
             let _ = writeln!(
                 o,
-                "<figure class=\"panel\"><figcaption>{}</figcaption>{}{svg}</figure>",
+                "<figure class=\"panel\"><div class=\"cap\"><figcaption>{}</figcaption>{}</div>{svg}</figure>",
                 esc(&caption),
                 key_for(&svg)
             );
@@ -463,13 +463,13 @@ details.deaths summary{cursor:pointer;font-size:12.5px;color:var(--muted)}
 .k.await::before{background:var(--await)}.k.mem::before{background:var(--mem);height:9px;opacity:.5}.k.swap::before{background:var(--swap)}
 .k.ev-exit{color:var(--exit)}.k.ev-start{color:var(--start)}.k.ev-link{color:var(--link)}.k.ev-agent{color:var(--agent)}.k.gapk{color:var(--muted)}
 .scroll{overflow-x:auto}
-.hosts{display:grid;gap:6px 22px;align-items:start}
+.hosts{display:grid;gap:6px 22px;align-items:stretch}
 .hosthead h2{font-size:17px;margin:8px 0 0}.hosthead p{margin:0;font-size:12.5px}
 .tag{font-size:11px;font-weight:700;vertical-align:middle;padding:1px 6px;border-radius:9px;margin-left:6px}.tag.wall{background:var(--wall);color:#fff}
-.panel{margin:0;padding:6px 8px 2px;border:1px solid var(--line);border-radius:8px;background:var(--bg)}
+.panel{display:flex;flex-direction:column;margin:0;padding:6px 8px 2px;border:1px solid var(--line);border-radius:8px;background:var(--bg)}
 figcaption{font-size:12.5px;font-weight:600;display:inline}
 .keys{display:inline;margin-left:8px;font-size:11.5px;color:var(--muted)}
-svg.chart{display:block;width:100%;height:auto;font-size:10px;fill:currentColor;overflow:visible}
+svg.chart{display:block;margin-top:auto;width:100%;height:auto;font-size:10px;fill:currentColor;overflow:visible}
 svg.chart text{fill:currentColor}
 .grid line{stroke:var(--grid);stroke-width:1}.grid line.base{stroke:var(--muted);stroke-opacity:.5}
 .grid text,.ylabels text,.tlabels text,.unit{fill:var(--muted)!important;font-size:9.5px}

@@ -788,7 +788,7 @@ pub fn memory(c: &HostCtx) -> (String, String) {
     let total_mib = median(&m.total_kib).unwrap_or(0.0) / 1024.0;
     let swapped = max(&swap).unwrap_or(0.0);
     let caption = format!(
-        "Memory · in use of {} (area) · swap in+out pages/s (line, right axis){}",
+        "Memory · in use of {} · swap in+out pages/s (right){}",
         if total_mib >= 1024.0 {
             format!("{:.2} GiB", total_mib / 1024.0)
         } else {
