@@ -167,7 +167,7 @@ pub async fn agent_task(
     loop {
         live.with(idx, |h| h.status = Status::Connecting);
         let started = Instant::now();
-        let err = match run_connection(idx, &spec, &token, &tx, &live).await {
+        let err = match Box::pin(run_connection(idx, &spec, &token, &tx, &live)).await {
             Ok(()) => return, // the store task is gone: shutting down
             Err(e) => e,
         };
@@ -448,6 +448,9 @@ impl Collector {
         let (l2, s2) = (live.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("collector".into())
+            // Decoded messages have fixed-capacity lists (a `Sample` is ~20 KB): debug builds
+            // keep several copies on the stack.
+            .stack_size(64 << 20)
             .spawn(move || smol::block_on(run(store, targets, l2, s2, retention)))
             .expect("spawn the collector thread");
         Collector {
