@@ -185,8 +185,12 @@ impl Procs {
         self.table.len()
     }
 
+    /// Milliseconds since boot: CLOCK_BOOTTIME on a real procfs (the clock of /proc/uptime and
+    /// of process start times, one vDSO call instead of a read), /proc/uptime of the tree else.
     fn now_ms(&mut self, root: &Root, buf: &mut [u8]) -> u64 {
-        if let Ok(b) = self.uptime.read(root, buf) {
+        if !root.real
+            && let Ok(b) = self.uptime.read(root, buf)
+        {
             match crate::parse::sysfs::parse_uptime_ms(b) {
                 Ok(ms) => return ms,
                 Err(e) => self.uptime.complain(root, &e),
