@@ -13,7 +13,7 @@
 //! `--busy K`: on a generated tree, K processes get +1..+K ticks before every sample (the file
 //! rewrites are not counted), so the top list, threads and command lines are exercised.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nasprobe_agent::config::{self, Command};
 use nasprobe_agent::sampler::{Sampler, empty_sample};
@@ -224,7 +224,7 @@ fn make_tree(dir: &Path, n: u32) {
 }
 
 /// Gives the first `busy` processes of a generated tree more CPU time (sample `round`).
-fn churn(proc: &PathBuf, busy: u32, round: u32) {
+fn churn(proc: &Path, busy: u32, round: u32) {
     for i in 0..busy {
         let pid = 100 + i * 3;
         let p = proc.join(format!("{pid}/stat"));
