@@ -285,7 +285,13 @@ impl FakeAgent {
                     Ok((c, _)) => {
                         c2.fetch_add(1, Ordering::SeqCst);
                         c.set_nonblocking(false).ok();
-                        let _ = serve(c, &token, &h2, &s2);
+                        let (token, h3, s3) = (token.clone(), h2.clone(), s2.clone());
+                        std::thread::Builder::new()
+                            .stack_size(16 << 20)
+                            .spawn(move || {
+                                let _ = serve(c, &token, &h3, &s3);
+                            })
+                            .ok();
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
@@ -394,30 +400,29 @@ fn serve(
         }
     };
     let mut w = std::io::BufWriter::with_capacity(256 * 1024, c.try_clone()?);
+    let mut buf = vec![0u8; 70_000];
     while !stop.load(Ordering::SeqCst) {
-        let batch: Vec<Record> = {
+        let mut out = Vec::with_capacity(512 * 1024);
+        {
             let g = h.lock().unwrap();
             if g.instance_id != inst {
                 return Ok(());
             }
-            g.ring
-                .iter()
-                .filter(|x| x.seq >= next)
-                .take(1000)
-                .cloned()
-                .collect()
-        };
-        if batch.is_empty() {
+            let start = g.ring.front().map_or(0, |r| r.seq);
+            let skip = next.saturating_sub(start) as usize;
+            for rec in g.ring.iter().skip(skip).take(1000) {
+                next = rec.seq + 1;
+                let n = encode_frame(&Message::Record(rec.clone()), &mut buf)
+                    .map_err(std::io::Error::other)?;
+                out.extend_from_slice(&buf[..n]);
+            }
+        }
+        if out.is_empty() {
             w.flush()?;
             std::thread::sleep(Duration::from_millis(5));
             continue;
         }
-        for rec in batch {
-            next = rec.seq + 1;
-            let mut buf = vec![0u8; 70_000];
-            let n = encode_frame(&Message::Record(rec), &mut buf).map_err(std::io::Error::other)?;
-            w.write_all(&buf[..n])?;
-        }
+        w.write_all(&out)?;
     }
     Ok(())
 }
