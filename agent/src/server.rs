@@ -355,6 +355,7 @@ pub struct Server {
     samples: u64,
     skipped_ticks: u64,
     ring_full: bool,
+    accept_paused_until: Option<Instant>,
 }
 
 /// Why `run` returned.
@@ -392,6 +393,7 @@ impl Server {
             samples: 0,
             skipped_ticks: 0,
             ring_full: false,
+            accept_paused_until: None,
             cfg,
             limits,
             token,
@@ -426,7 +428,11 @@ impl Server {
                 let mut fds: Vec<PollFd> = Vec::with_capacity(2 + self.clients.len());
                 let mut slots: Vec<usize> = Vec::with_capacity(self.clients.len());
                 fds.push(PollFd::new(signals.fd(), PollFlags::POLLIN));
-                fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+                let listen_ev = match self.accept_paused_until {
+                    Some(t) if t > now => PollFlags::empty(),
+                    _ => PollFlags::POLLIN,
+                };
+                fds.push(PollFd::new(self.listener.as_fd(), listen_ev));
                 for (i, c) in self.clients.iter().enumerate() {
                     if let Some(c) = c {
                         let mut ev = PollFlags::POLLIN;
@@ -472,6 +478,9 @@ impl Server {
 
     fn poll_timeout(&self, now: Instant) -> PollTimeout {
         let mut until = self.next_tick;
+        if let Some(t) = self.accept_paused_until {
+            until = until.min(t);
+        }
         for c in self.clients.iter().flatten() {
             if c.phase != Phase::Streaming {
                 until = until.min(c.deadline);
@@ -600,8 +609,10 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    // EMFILE, ENOBUFS, ECONNABORTED...: log and try again on the next wake-up.
-                    log::warn!("accept failed: {e}");
+                    // EMFILE, ENOBUFS...: the listener stays readable, so stop polling it for a
+                    // second instead of spinning.
+                    log::warn!("accept failed: {e}; pausing accepts for 1 s");
+                    self.accept_paused_until = Some(now + Duration::from_secs(1));
                     return;
                 }
             };
