@@ -115,7 +115,7 @@ fn time_axis(hosts: &[HostData]) -> TimeAxis {
     for h in hosts {
         for s in &h.samples {
             let t = s.time_ms as f64;
-            lo = lo.min(t - s.sample.interval_us as f64 / 1000.0);
+            lo = lo.min(t - s.interval_us as f64 / 1000.0);
             hi = hi.max(t);
         }
         for e in &h.events {

@@ -10,6 +10,8 @@ pub struct Instance {
     pub hello: Hello,
 }
 
+/// One stored sample, kept encoded: a decoded `Sample` is ~20 KB of fixed-capacity lists, so
+/// a day of samples is only ever decoded one at a time.
 #[derive(Debug, Clone)]
 pub struct TimedSample {
     /// Agent wall clock at the end of the interval, ms since the Unix epoch.
@@ -17,7 +19,28 @@ pub struct TimedSample {
     /// Index into `HostData::instances`.
     pub instance: usize,
     pub seq: u64,
-    pub sample: Sample,
+    /// Interval length, µs (outside the body so that windows need no decoding).
+    pub interval_us: u32,
+    /// The postcard encoding of the `Sample`, as the agent sent it.
+    pub body: Vec<u8>,
+}
+
+impl TimedSample {
+    /// Encodes `sample` (tests and tools that build samples in memory).
+    pub fn new(time_ms: u64, instance: usize, seq: u64, sample: &Sample) -> TimedSample {
+        TimedSample {
+            time_ms,
+            instance,
+            seq,
+            interval_us: sample.interval_us,
+            body: postcard::to_allocvec(sample).unwrap_or_default(),
+        }
+    }
+
+    /// The decoded sample; None when the body is not a valid sample.
+    pub fn decode(&self) -> Option<Sample> {
+        postcard::from_bytes(&self.body).ok()
+    }
 }
 
 #[derive(Debug, Clone)]

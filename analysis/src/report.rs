@@ -220,7 +220,7 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     for h in hosts {
         for s in &h.samples {
-            lo = lo.min(s.time_ms.saturating_sub(s.sample.interval_us as u64 / 1000));
+            lo = lo.min(s.time_ms.saturating_sub(s.interval_us as u64 / 1000));
             hi = hi.max(s.time_ms);
         }
     }

@@ -176,8 +176,11 @@ pub fn build(host: &HostData) -> HostSeries {
         let Some(inst) = host.instances.get(ts.instance) else {
             continue;
         };
+        let Some(sample) = ts.decode() else {
+            continue;
+        };
         let i = s.points.len();
-        add_sample(&mut s, i, &inst.hello, &ts.sample, ts.time_ms);
+        add_sample(&mut s, i, &inst.hello, &sample, ts.time_ms);
     }
     // Pad every per-device series to the full length (absent at the end = zero / unknown).
     let n = s.points.len();

@@ -202,11 +202,13 @@ fn host_data(h: &Host, seconds: usize, load: impl Fn(usize) -> Load) -> HostData
             hello: hello(h),
         }],
         samples: (0..seconds)
-            .map(|t| TimedSample {
-                time_ms: t0 + (t as u64 + 1) * 1000,
-                instance: 0,
-                seq: t as u64 + 2,
-                sample: sample(h, &load(t), t),
+            .map(|t| {
+                TimedSample::new(
+                    t0 + (t as u64 + 1) * 1000,
+                    0,
+                    t as u64 + 2,
+                    &sample(h, &load(t), t),
+                )
             })
             .collect(),
         events: Vec::new(),

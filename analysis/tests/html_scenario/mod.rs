@@ -423,12 +423,12 @@ pub fn pair(seconds: u64, step_s: u64, death_every_s: u64, gaps: &[(u64, u64)]) 
                 }
             };
             let eth1_up = !(is_dst && s >= seconds * 3 / 4);
-            h.samples.push(TimedSample {
-                time_ms: T0 + end * 1000,
+            h.samples.push(TimedSample::new(
+                T0 + end * 1000,
                 instance,
                 seq,
-                sample: sample(&load, step_s, eth1_up),
-            });
+                &sample(&load, step_s, eth1_up),
+            ));
             seq += 1;
             s = end;
         }
