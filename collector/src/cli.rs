@@ -71,20 +71,32 @@ pub enum Command {
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
     },
-    /// Summary of the store: samples and gaps per host
+    /// The verdict: the wall of the transfer across hosts, with evidence, then per-host figures,
+    /// restart patterns, progress and gaps
     Report {
         /// Only the last DUR [default: everything stored]
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         since: Option<Duration>,
-        /// One JSON object on stdout
+        /// One JSON object on stdout (fields: docs/report-json.md)
         #[arg(long)]
         json: bool,
+        /// Total size the transfer should land, for an ETA (with --mount on the receiving
+        /// agent): 11T, 500G, 1.5TiB, 800GB; K/M/G/T/P are decimal (T = 10^12), KiB..PiB binary
+        #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+        expect: Option<u64>,
+        /// Also write the report as one self-contained HTML file
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
-    /// Events stored (process start/exit, link changes, agent starts)
+    /// Events (process start/exit, link changes, agent starts), restart patterns and the
+    /// context of each death
     Events {
         /// Only the last DUR [default: everything stored]
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         since: Option<Duration>,
+        /// One JSON object on stdout: {window, events, patterns, gaps}
+        #[arg(long)]
+        json: bool,
     },
     /// Check the database: integrity, and per agent instance that every sequence number is
     /// stored exactly once or recorded as a gap (exit 1 otherwise)
@@ -111,6 +123,49 @@ pub enum HostsCommand {
     List,
     /// Remove a host
     Remove { name: String },
+}
+
+/// Parses sizes such as `11T`, `500G`, `1.5TiB`, `800GB`, `2e12` or a bare byte count. The
+/// units K, M, G, T, P (optionally followed by `B`) are decimal powers of 1000 — as disk makers
+/// and `df -H` count; KiB, MiB, GiB, TiB, PiB are powers of 1024. Case-insensitive.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '_'))
+        .unwrap_or(t.len());
+    // "1e3" is a number, "1E" is an exabyte-less typo: only treat e/E as exponent before digits.
+    let (num, unit) = t.split_at(split);
+    let (num, unit) = match num.rfind(['e', 'E']) {
+        Some(i) if i + 1 == num.len() => (&num[..i], &t[i..]),
+        _ => (num, unit),
+    };
+    let n: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("bad size {s:?} (examples: 11T, 500G, 1.5TiB)"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
+        "p" | "pb" => 1e15,
+        "kib" => 1024.0,
+        "mib" => 1024f64.powi(2),
+        "gib" => 1024f64.powi(3),
+        "tib" => 1024f64.powi(4),
+        "pib" => 1024f64.powi(5),
+        u => {
+            return Err(format!(
+                "bad size unit {u:?} in {s:?} (use K, M, G, T, P (decimal) or KiB..PiB)"
+            ));
+        }
+    };
+    let v = n * mult;
+    if !v.is_finite() || v < 0.0 || v >= u64::MAX as f64 {
+        return Err(format!("size {s:?} out of range"));
+    }
+    Ok(v.round() as u64)
 }
 
 /// Parses durations such as `500ms`, `30s`, `10m`, `2h`, `30d`, `1w`, `1h30m`; a bare number
@@ -179,6 +234,23 @@ mod tests {
         assert_eq!(d("45"), Duration::from_secs(45));
         for bad in ["", "s", "10x", "1.5h", "-3s", "h1", "99999999999999999999d"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        let z = |s| parse_size(s).unwrap();
+        assert_eq!(z("11T"), 11_000_000_000_000);
+        assert_eq!(z("11TB"), 11_000_000_000_000);
+        assert_eq!(z("500G"), 500_000_000_000);
+        assert_eq!(z("500 g"), 500_000_000_000);
+        assert_eq!(z("1.5TiB"), 1_649_267_441_664);
+        assert_eq!(z("2GiB"), 2 * 1024 * 1024 * 1024);
+        assert_eq!(z("4096"), 4096);
+        assert_eq!(z("2e12"), 2_000_000_000_000);
+        assert_eq!(z("1_000k"), 1_000_000);
+        for bad in ["", "T", "10X", "-1G", "1.2.3G", "1e999"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
         }
     }
 

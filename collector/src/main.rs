@@ -40,8 +40,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             plain,
             hosts,
         } => nasprobe::watch::run(c, local, duration, plain, &hosts),
-        Command::Report { since, json } => nasprobe::report::run(c, since, json),
-        Command::Events { since } => nasprobe::report::events(c, since),
+        Command::Report {
+            since,
+            json,
+            expect,
+            html,
+        } => nasprobe::report::run(
+            c,
+            &nasprobe::report::ReportArgs {
+                since,
+                json,
+                expect_bytes: expect,
+                html,
+            },
+        ),
+        Command::Events { since, json } => nasprobe::report::events(c, since, json),
         Command::Check => nasprobe::report::check(c),
         Command::Hosts { command } => {
             let (path, mut list) = nasprobe::host_list(c)?;

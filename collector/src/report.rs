@@ -1,190 +1,253 @@
-//! `nasprobe report` (per-host sample counts and gaps; the verdict plugs in at [`verdict`]) and
-//! `nasprobe events`.
+//! `nasprobe report`, `nasprobe events` and `nasprobe check`: load a window from the store,
+//! hand it to the analysis crate (`nasprobe_analysis`: rates, verdict, events, patterns, gaps)
+//! and print what it built — one JSON object, the text rendering, or an HTML file.
+//!
+//! Nothing here computes a figure: the collector only converts the store's rows into the
+//! analysis's input ([`host_data`]).
 
+use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use anyhow::Context;
+use nasprobe_analysis::{GapInfo, HostData, Instance, Options, Report, TimedEvent, TimedSample};
+use serde_json::json;
 
 use crate::cli::Common;
 use crate::conn::now_ms;
-use crate::store::{HostWindow, Store};
+use crate::store::{HostWindow, Store, StoredSample};
 
-/// RFC 3339 UTC time of a Unix-epoch millisecond count, e.g. `2024-05-01T12:00:00.250Z`.
-pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+/// What `nasprobe report` was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ReportArgs {
+    pub since: Option<Duration>,
+    pub json: bool,
+    pub expect_bytes: Option<u64>,
+    pub html: Option<std::path::PathBuf>,
 }
 
-/// The verdict over the loaded window. The analysis (a colleague's module) replaces this
-/// placeholder; its input is exactly what [`Store::load_window`] returns.
-pub fn verdict(_hosts: &[HostWindow]) -> Value {
-    json!({
-        "host": null,
-        "resource": "none",
-        "device": null,
-        "process": null,
-        "utilization": 0.0,
-        "evidence": ["no verdict yet: this build of the collector only counts samples and gaps"],
-    })
+/// The interval length of a stored sample without decoding the whole body: `interval_us` is the
+/// first field of `Sample`, so the body starts with its postcard varint. Falls back to a full
+/// decode when that reading fails.
+fn interval_us(s: &StoredSample) -> u32 {
+    match postcard::take_from_bytes::<u32>(&s.body) {
+        Ok((v, _)) => v,
+        Err(_) => s.decode().interval_us,
+    }
 }
 
-fn window(since: Option<Duration>) -> (Option<u64>, u64) {
-    let now = now_ms();
-    (since.map(|d| now.saturating_sub(d.as_millis() as u64)), now)
+/// Converts one host's window as stored into the analysis's input: instance rows become indices
+/// (the store already indexes `HostWindow::instances`), samples stay encoded, gaps carry their
+/// sample counts.
+pub fn host_data(w: HostWindow) -> HostData {
+    HostData {
+        name: w.host,
+        instances: w
+            .instances
+            .into_iter()
+            .map(|i| Instance {
+                id: i.instance_id,
+                hello: i.hello,
+            })
+            .collect(),
+        samples: w
+            .samples
+            .into_iter()
+            .map(|s| TimedSample {
+                time_ms: s.time_ms,
+                instance: s.instance,
+                seq: s.seq,
+                interval_us: interval_us(&s),
+                body: s.body,
+            })
+            .collect(),
+        events: w
+            .events
+            .into_iter()
+            .map(|e| TimedEvent {
+                time_ms: e.time_ms,
+                instance: e.instance,
+                seq: e.seq,
+                event: e.event,
+            })
+            .collect(),
+        gaps: w
+            .gaps
+            .into_iter()
+            .map(|g| GapInfo {
+                from_ms: g.from_ms,
+                to_ms: g.to_ms,
+                samples: Some(g.samples),
+                reason: g.reason,
+            })
+            .collect(),
+    }
 }
 
-pub fn run(c: &Common, since: Option<Duration>, json_out: bool) -> anyhow::Result<()> {
+/// The window `[from, to]` of `--since DUR` (None: everything stored).
+fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
+    match since {
+        Some(d) => {
+            let now = now_ms();
+            (Some(now.saturating_sub(d.as_millis() as u64)), Some(now))
+        }
+        None => (None, None),
+    }
+}
+
+fn open(c: &Common) -> anyhow::Result<Store> {
     let db = crate::db_path(c);
     anyhow::ensure!(
         db.exists(),
         "no database at {} (record something first: nasprobe record HOST)",
         db.display()
     );
-    let store = Store::open(&db)?;
+    Ok(Store::open(&db)?)
+}
+
+/// Loads the window and builds the report (the hosts' data is returned for the HTML view).
+pub fn load(
+    store: &Store,
+    since: Option<Duration>,
+    expect_bytes: Option<u64>,
+) -> anyhow::Result<(Vec<HostData>, Report)> {
     let (from, to) = window(since);
-    let summary = store.summary(from, Some(to))?;
-    let first = summary.iter().filter_map(|h| h.first_ms).min();
-    let from_ms = from.or(first).unwrap_or(to);
-    if json_out {
-        let windows = store.load_window(from, Some(to))?;
-        let hosts: Vec<Value> = summary
-            .iter()
-            .map(|h| {
-                json!({
-                    "name": h.host,
-                    "address": h.address,
-                    "samples": h.samples,
-                    "instances": h.instances,
-                    "events": h.events,
-                    "first": h.first_ms.map(rfc3339),
-                    "last": h.last_ms.map(rfc3339),
-                })
-            })
-            .collect();
-        let mut events: Vec<(u64, Value)> = Vec::new();
-        for w in &windows {
-            for e in &w.events {
-                let (pid, name) = crate::model::event_subject(&e.event);
-                events.push((
-                    e.time_ms,
-                    json!({
-                        "host": w.host,
-                        "at": rfc3339(e.time_ms),
-                        "kind": crate::model::event_kind(&e.event),
-                        "pid": pid,
-                        "process": name,
-                        "text": crate::model::event_text(&e.event),
-                    }),
-                ));
-            }
-        }
-        events.sort_by_key(|e| e.0);
-        let gaps: Vec<Value> = summary
-            .iter()
-            .flat_map(|h| h.gaps.iter())
-            .map(|g| {
-                json!({
-                    "host": g.host,
-                    "from": rfc3339(g.from_ms),
-                    "to": rfc3339(g.to_ms),
-                    "samples": g.samples,
-                    "reason": g.reason,
-                    "instance": format!("{:x}", g.instance_id),
-                    "from_seq": g.from_seq,
-                    "to_seq": g.to_seq,
-                })
-            })
-            .collect();
-        let out = json!({
-            "window": {"from": rfc3339(from_ms), "to": rfc3339(to),
-                       "seconds": (to.saturating_sub(from_ms)) / 1000},
-            "hosts": hosts,
-            "bottleneck": verdict(&windows),
-            "events": events.into_iter().map(|e| e.1).collect::<Vec<_>>(),
-            "gaps": gaps,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
-    println!(
-        "window {} .. {} ({} s), database {}",
-        rfc3339(from_ms),
-        rfc3339(to),
-        to.saturating_sub(from_ms) / 1000,
-        db.display()
+    let hosts: Vec<HostData> = store
+        .load_window(from, to)?
+        .into_iter()
+        .map(host_data)
+        .collect();
+    let report = nasprobe_analysis::build(
+        &hosts,
+        &Options {
+            from_ms: from,
+            to_ms: to,
+            expect_bytes,
+        },
     );
-    if summary.is_empty() {
-        println!("nothing stored");
+    Ok((hosts, report))
+}
+
+fn write_html(path: &Path, hosts: &[HostData], report: &Report) -> anyhow::Result<()> {
+    let html = nasprobe_analysis::html::render(hosts, report);
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("nasprobe: wrote {}", path.display());
+    Ok(())
+}
+
+/// `nasprobe report`: the verdict paragraph and per-host table, or one JSON object (`--json`);
+/// `--html FILE` also writes the self-contained HTML report.
+pub fn run(c: &Common, a: &ReportArgs) -> anyhow::Result<()> {
+    let store = open(c)?;
+    let (hosts, report) = load(&store, a.since, a.expect_bytes)?;
+    if let Some(path) = &a.html {
+        write_html(path, &hosts, &report)?;
     }
-    for h in &summary {
-        println!(
-            "{:<16} {:>8} samples {:>6} events {} instance(s) {} .. {}",
-            h.host,
-            h.samples,
-            h.events,
-            h.instances,
-            h.first_ms.map(rfc3339).unwrap_or_default(),
-            h.last_ms.map(rfc3339).unwrap_or_default(),
-        );
-        if h.gaps.is_empty() {
-            println!("    no gaps");
-        }
-        for g in &h.gaps {
-            let seqs = match (g.from_seq, g.to_seq) {
-                (Some(a), Some(b)) => format!(" seq {a}..{b}"),
-                _ => String::new(),
-            };
-            println!(
-                "    gap {} .. {}: {} samples, {}{}",
-                rfc3339(g.from_ms),
-                rfc3339(g.to_ms),
-                g.samples,
-                g.reason,
-                seqs
-            );
-        }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if hosts.is_empty() {
+        println!("nothing stored in {}", store.path().display());
+    } else {
+        print!("{}", nasprobe_analysis::text::render(&report));
     }
     Ok(())
 }
 
-pub fn events(c: &Common, since: Option<Duration>) -> anyhow::Result<()> {
-    let db = crate::db_path(c);
-    anyhow::ensure!(db.exists(), "no database at {}", db.display());
-    let store = Store::open(&db)?;
-    let (from, to) = window(since);
-    let mut all: Vec<(u64, String, String)> = Vec::new();
-    for w in store.load_window(from, Some(to))? {
-        for e in &w.events {
-            all.push((
-                e.time_ms,
-                w.host.clone(),
-                crate::model::event_text(&e.event),
-            ));
+/// `nasprobe events`: the events of the window, then the restart patterns with the context of
+/// each death (text), or `{window, events, patterns, gaps}` as one JSON object.
+pub fn events(c: &Common, since: Option<Duration>, json_out: bool) -> anyhow::Result<()> {
+    let store = open(c)?;
+    let (_, r) = load(&store, since, None)?;
+    if json_out {
+        let out = json!({
+            "window": r.window,
+            "events": r.events,
+            "patterns": r.patterns,
+            "gaps": r.gaps,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    print!("{}", events_text(&r));
+    Ok(())
+}
+
+/// The text of `nasprobe events`: one line per event, then the patterns and gaps.
+pub fn events_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Window {} .. {} ({} s): {} events",
+        r.window.from,
+        r.window.to,
+        r.window.seconds,
+        r.events.len()
+    );
+    for e in &r.events {
+        let mut line = format!("{} {:<10} {:<13}", e.at, e.host, e.kind);
+        if let Some(p) = &e.process {
+            let _ = write!(line, " {p}");
+        }
+        if let Some(pid) = e.pid {
+            let _ = write!(line, " [{pid}]");
+        }
+        if let Some(d) = &e.device {
+            let _ = write!(line, " {d}");
+        }
+        if let Some(l) = e.lifetime_s {
+            let _ = write!(line, " after {l:.0} s");
+        }
+        if let Some(cpu) = e.cpu_s {
+            let _ = write!(line, ", {cpu:.1} s CPU");
+        }
+        if let Some(d) = &e.detail {
+            let _ = write!(line, " {d}");
+        }
+        if let Some(cmd) = e.cmdline.as_deref().filter(|c| !c.is_empty()) {
+            let _ = write!(line, ": {cmd}");
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    for p in &r.patterns {
+        let _ = writeln!(o, "\nPattern: {}", p.summary);
+        for d in &p.deaths {
+            let _ = writeln!(
+                o,
+                "  - died {} after {:.0} s (pid {}): in the minute before: {:.0} TCP retransmits, \
+                 {:.0} resets, {:.0} timeouts, {:.0} NIC errors, {:.0} drops{}, {:.0} swap pages{}",
+                d.at,
+                d.lifetime_s,
+                d.pid,
+                d.tcp_retransmits,
+                d.tcp_resets,
+                d.tcp_timeouts,
+                d.nic_errors,
+                d.nic_drops,
+                if d.link_down { ", link went down" } else { "" },
+                d.swap_pages,
+                d.process_cpu_cores
+                    .map(|c| format!(", process at {:.0}% of a core", c * 100.0))
+                    .unwrap_or_default()
+            );
         }
     }
-    all.sort();
-    for (t, h, text) in all {
-        println!("{} {h:<16} {text}", rfc3339(t));
+    if !r.gaps.is_empty() {
+        let _ = writeln!(o, "\nGaps (data known to be missing):");
+        for g in &r.gaps {
+            let _ = writeln!(
+                o,
+                "  - {} {} .. {}{}: {}",
+                g.host,
+                g.from,
+                g.to,
+                g.samples
+                    .map(|n| format!(" ({n} samples)"))
+                    .unwrap_or_default(),
+                g.reason
+            );
+        }
     }
-    Ok(())
+    o
 }
 
 pub fn check(c: &Common) -> anyhow::Result<()> {
@@ -218,13 +281,21 @@ pub fn check(c: &Common) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn rfc3339() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            super::rfc3339(1_709_251_200_250),
-            "2024-03-01T00:00:00.250Z"
-        );
-        assert_eq!(super::rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    fn interval_from_the_body_prefix() {
+        for iv in [0u32, 1, 127, 128, 200_000, 1_000_000, u32::MAX] {
+            let mut s = crate::testing::nas_sample(3);
+            s.interval_us = iv;
+            let body = postcard::to_allocvec(&s).unwrap();
+            let st = StoredSample {
+                instance: 0,
+                seq: 1,
+                time_ms: 5,
+                body,
+            };
+            assert_eq!(interval_us(&st), iv);
+        }
     }
 }

@@ -291,7 +291,7 @@ fn draw_host(f: &mut Frame, h: &HostLive, r: Rect) {
     if !h.events.is_empty() {
         lines.push(head("events"));
         for (t, e) in h.events.iter().rev().take(5) {
-            let time = crate::report::rfc3339(*t);
+            let time = nasprobe_analysis::time::rfc3339(*t);
             lines.push(Line::from(format!(
                 "{} {}",
                 &time[11..19],
