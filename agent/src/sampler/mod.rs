@@ -187,8 +187,9 @@ impl Sampler {
         }
         if cpus == 0 {
             // SAFETY: sysconf has no preconditions.
-            cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.clamp(1, MAX_CPUS as i64)
-                as u16;
+            // c_long is 32 bits on armv7: clamp in its own type.
+            cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }
+                .clamp(1, MAX_CPUS as libc::c_long) as u16;
         }
         self.host.cpu_count = cpus;
     }
