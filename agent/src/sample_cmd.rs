@@ -264,22 +264,26 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
     if let Some(v) = &s.vm {
         let _ = writeln!(
             o,
-            "vm   swap in {} out {} pages · major faults {} · alloc stalls {:?} · direct scan {:?}",
-            v.swap_in_pages, v.swap_out_pages, v.major_faults, v.alloc_stalls, v.direct_scanned
+            "vm   swap in {} out {} pages · major faults {} · alloc stalls {} · direct scan {}",
+            v.swap_in_pages,
+            v.swap_out_pages,
+            v.major_faults,
+            Opt(v.alloc_stalls),
+            Opt(v.direct_scanned)
         );
     }
     if let Some(t) = &s.tcp {
         let _ = writeln!(
             o,
-            "tcp  retrans {} · rst out {} · estab resets {} · attempt fails {} · in errs {} · timeouts {:?} · timeout aborts {:?} · listen drops {:?}",
+            "tcp  retrans {} · rst out {} · estab resets {} · attempt fails {} · in errs {} · timeouts {} · timeout aborts {} · listen drops {}",
             t.retrans_segs,
             t.out_rsts,
             t.estab_resets,
             t.attempt_fails,
             t.in_errs,
-            t.timeouts,
-            t.timeout_aborts,
-            t.listen_drops
+            Opt(t.timeouts),
+            Opt(t.timeout_aborts),
+            Opt(t.listen_drops)
         );
     }
     for m in &s.mounts {
@@ -583,5 +587,17 @@ mod tests {
             .opt("x", None::<u8>)
             .end();
         assert_eq!(o, r#"{"a":"q\"b\\\u000a","n":3,"x":null}"#);
+    }
+}
+
+/// An optional counter for people: the value, or "n/a" when the kernel lacks it.
+struct Opt(Option<u32>);
+
+impl std::fmt::Display for Opt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("n/a"),
+        }
     }
 }
