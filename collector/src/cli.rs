@@ -52,6 +52,10 @@ pub enum Command {
         /// Stop after this long (e.g. 30s, 10m, 2h)
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,
+        /// Also push every stored sample and event to this VictoriaMetrics (e.g.
+        /// http://127.0.0.1:8428), exactly once; while it is down records wait in the store
+        #[arg(long, value_name = "URL")]
+        export_vm: Option<String>,
         /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
@@ -97,6 +101,41 @@ pub enum Command {
         /// One JSON object on stdout: {window, events, patterns, gaps}
         #[arg(long)]
         json: bool,
+    },
+    /// Stored samples and events as points (metrics of docs/metrics.md) on stdout, or pushed
+    /// to VictoriaMetrics with --push-vm
+    Export {
+        /// Output format
+        #[arg(long, value_enum, default_value = "csv")]
+        format: crate::export::Format,
+        /// Only the last DUR [default: everything stored]
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        since: Option<Duration>,
+        /// Only this host (repeatable)
+        #[arg(long = "host", value_name = "H")]
+        host: Vec<String>,
+        /// Instead of printing: push everything not yet pushed to this VictoriaMetrics, then exit
+        #[arg(long, value_name = "URL", conflicts_with_all = ["format", "since", "host"])]
+        push_vm: Option<String>,
+        /// With --push-vm: do not ask VictoriaMetrics to flush to disk after each batch
+        #[arg(long, requires = "push_vm")]
+        no_flush: bool,
+    },
+    /// Prometheus scrape endpoint with the newest rates of every host in the store (and, given
+    /// hosts, recording them meanwhile)
+    Serve {
+        /// Listen address of the endpoint, e.g. 127.0.0.1:9451 (path /metrics)
+        #[arg(long, value_name = "ADDR:PORT")]
+        metrics: String,
+        /// Leave out the rates of hosts whose newest sample is older than this (0: never)
+        #[arg(long, value_name = "DUR", default_value = "5m", value_parser = parse_duration)]
+        max_age: Duration,
+        /// Stop after this long
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Agents to record meanwhile (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list)
+        #[arg(value_name = "HOST")]
+        hosts: Vec<String>,
     },
     /// Check the database: integrity, and per agent instance that every sequence number is
     /// stored exactly once or recorded as a gap (exit 1 otherwise)
@@ -260,7 +299,9 @@ mod tests {
         let c =
             Cli::try_parse_from(["nasprobe", "record", "--duration", "2m", "a=b:1", "c"]).unwrap();
         match c.command {
-            Command::Record { duration, hosts } => {
+            Command::Record {
+                duration, hosts, ..
+            } => {
                 assert_eq!(duration, Some(Duration::from_secs(120)));
                 assert_eq!(hosts, vec!["a=b:1", "c"]);
             }

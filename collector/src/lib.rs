@@ -11,6 +11,7 @@
 pub mod cli;
 pub mod client;
 pub mod conn;
+pub mod export;
 pub mod hosts;
 pub mod local;
 pub mod model;

@@ -33,7 +33,33 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let c = &cli.common;
     match cli.command {
-        Command::Record { duration, hosts } => nasprobe::record::run(c, duration, &hosts),
+        Command::Record {
+            duration,
+            export_vm,
+            hosts,
+        } => nasprobe::record::run(c, duration, export_vm.as_deref(), &hosts),
+        Command::Export {
+            format,
+            since,
+            host,
+            push_vm,
+            no_flush,
+        } => match push_vm {
+            Some(url) => nasprobe::export::push_vm(c, &url, no_flush),
+            None => nasprobe::export::run(c, format, since, &host),
+        },
+        Command::Serve {
+            metrics,
+            max_age,
+            duration,
+            hosts,
+        } => nasprobe::export::serve::run(
+            c,
+            &metrics,
+            (!max_age.is_zero()).then_some(max_age),
+            duration,
+            &hosts,
+        ),
         Command::Watch {
             local,
             duration,

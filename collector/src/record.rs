@@ -25,10 +25,29 @@ pub fn install_signal_handlers() {
     }
 }
 
-pub fn run(c: &Common, duration: Option<Duration>, hosts: &[String]) -> anyhow::Result<()> {
+pub fn run(
+    c: &Common,
+    duration: Option<Duration>,
+    export_vm: Option<&str>,
+    hosts: &[String],
+) -> anyhow::Result<()> {
     let targets = crate::targets(c, hosts, false)?;
     let db = crate::db_path(c);
     let store = crate::open_store(&db)?;
+    // The exporter reads the store through its own connection and pushes what is committed.
+    let exporter = match export_vm {
+        Some(url) => {
+            let target = crate::export::vm::VmTarget::parse(url)?;
+            eprintln!("nasprobe: pushing to VictoriaMetrics at {}", target.base);
+            let pusher = crate::export::vm::Pusher::new(target, Duration::from_secs(30));
+            Some(crate::export::vm::Exporter::start(
+                db.clone(),
+                pusher,
+                Default::default(),
+            )?)
+        }
+        None => None,
+    };
     install_signal_handlers();
     let names: Vec<_> = targets.iter().map(|t| t.spec.name.clone()).collect();
     log::info!("recording {} into {}", names.join(", "), db.display());
@@ -47,7 +66,25 @@ pub fn run(c: &Common, duration: Option<Duration>, hosts: &[String]) -> anyhow::
         std::thread::sleep(Duration::from_millis(50));
     }
     let live = col.live.clone();
-    let store = col.finish()?;
+    let store = col.finish();
+    // Push what the last batches stored (the exporter gives up after its drain time).
+    if let Some(x) = exporter {
+        let l = x.live.clone();
+        x.finish();
+        let o = std::sync::atomic::Ordering::Relaxed;
+        eprintln!(
+            "nasprobe: pushed {} samples and {} events ({} points){}",
+            l.samples.load(o),
+            l.events.load(o),
+            l.lines.load(o),
+            if l.caught_up.load(o) {
+                ""
+            } else {
+                "; some wait in the store"
+            }
+        );
+    }
+    let store = store?;
     let committed = live.committed.load(std::sync::atomic::Ordering::Relaxed);
     eprintln!(
         "nasprobe: stored {committed} records in {} ({})",

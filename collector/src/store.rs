@@ -118,6 +118,15 @@ const MIGRATIONS: &[&str] = &[
     "CREATE INDEX events_time ON events(time_ms);
      CREATE INDEX events_kind ON events(kind, time_ms);
      CREATE INDEX gaps_time ON gaps(to_ms);",
+    // 3: export cursors: per export target (e.g. a VictoriaMetrics URL) and agent instance, the
+    // last sequence number (sample or event) the target acknowledged.
+    "CREATE TABLE IF NOT EXISTS export_cursors(
+        target TEXT NOT NULL,
+        instance INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        PRIMARY KEY(target, instance)
+     ) WITHOUT ROWID;",
 ];
 
 /// The newest schema this build knows.
@@ -1055,6 +1064,209 @@ impl Store {
             .filter_map(|p| std::fs::metadata(p).ok())
             .map(|m| m.len())
             .sum()
+    }
+}
+
+/// A stored record on its way to an export target: a sample or an event, body as received.
+#[derive(Debug, Clone)]
+pub struct ExportRecord {
+    /// Row id of the agent instance (see [`ExportInstance::row`]).
+    pub instance: i64,
+    pub seq: u64,
+    pub time_ms: u64,
+    pub is_event: bool,
+    pub body: Vec<u8>,
+}
+
+/// An agent instance as the exporters see it: its host label and newest `Hello`.
+#[derive(Debug, Clone)]
+pub struct ExportInstance {
+    pub row: i64,
+    pub host: String,
+    pub instance_id: u64,
+    pub hello: Hello,
+}
+
+/// Export cursors and reads for the exporters (`record --export-vm`, `serve --metrics`).
+///
+/// A cursor is the last sequence number of an agent instance (samples and events share the
+/// sequence) that an export target acknowledged; it is written only after the target answered
+/// 2xx, so an unreachable target makes records wait here, and nothing is sent twice.
+impl Store {
+    /// Every agent instance with its host name and decoded `Hello`, oldest first.
+    pub fn export_instances(&self) -> Result<Vec<ExportInstance>, StoreError> {
+        let e = |e| self.err(e);
+        let mut out = Vec::new();
+        for (name, _addr, _host, raw) in self.instances().map_err(e)? {
+            let hello: Hello =
+                postcard::from_bytes(&raw.hello).map_err(|_| StoreError::Decode {
+                    path: self.path.clone(),
+                    what: "hello",
+                })?;
+            out.push(ExportInstance {
+                row: raw.row,
+                host: name,
+                instance_id: raw.instance_id,
+                hello,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The cursors of export target `target`: instance row → last acknowledged seq.
+    pub fn export_cursor(&self, target: &str) -> Result<HashMap<i64, u64>, StoreError> {
+        let e = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT instance, seq FROM export_cursors WHERE target = ?1")
+            .map_err(e)?;
+        let rows = stmt
+            .query_map([target], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u64))
+            })
+            .map_err(e)?;
+        rows.collect::<Result<_, _>>().map_err(e)
+    }
+
+    /// Moves cursors of `target` forward (never back) in one transaction.
+    pub fn set_export_cursor(
+        &mut self,
+        target: &str,
+        cursors: &[(i64, u64)],
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |e| classify(&path, e);
+        let now = now_ms() as i64;
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT INTO export_cursors(target, instance, seq, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT(target, instance) DO UPDATE
+                     SET seq = MAX(seq, excluded.seq), updated_ms = excluded.updated_ms",
+                )
+                .map_err(e)?;
+            for (inst, seq) in cursors {
+                up.execute(params![target, inst, *seq as i64, now])
+                    .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
+    }
+
+    /// Up to `limit` records (samples and events) after the cursors of `target`, per instance
+    /// in sequence order, instances oldest first.
+    pub fn samples_after_cursor(
+        &self,
+        target: &str,
+        limit: usize,
+    ) -> Result<Vec<ExportRecord>, StoreError> {
+        let e = |e| self.err(e);
+        let cursors = self.export_cursor(target)?;
+        let mut out: Vec<ExportRecord> = Vec::new();
+        let mut samples = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, body FROM samples WHERE instance = ?1 AND seq > ?2
+                 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(e)?;
+        let mut events = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, body FROM events WHERE instance = ?1 AND seq > ?2
+                 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(e)?;
+        for (_name, _addr, _host, raw) in self.instances().map_err(e)? {
+            let room = limit.saturating_sub(out.len());
+            if room == 0 {
+                break;
+            }
+            let after = cursors.get(&raw.row).copied().unwrap_or(0) as i64;
+            let mut got: Vec<ExportRecord> = Vec::new();
+            for (stmt, is_event) in [(&mut samples, false), (&mut events, true)] {
+                let rows = stmt
+                    .query_map(params![raw.row, after, room as i64], |r| {
+                        Ok(ExportRecord {
+                            instance: raw.row,
+                            seq: r.get::<_, i64>(0)? as u64,
+                            time_ms: r.get::<_, i64>(1)? as u64,
+                            is_event,
+                            body: r.get(2)?,
+                        })
+                    })
+                    .map_err(e)?;
+                for r in rows {
+                    got.push(r.map_err(e)?);
+                }
+            }
+            // Both lists are the first `room` of their kind: the first `room` of the merge are
+            // exactly the next records of the instance.
+            got.sort_by_key(|r| r.seq);
+            got.truncate(room);
+            out.extend(got);
+        }
+        Ok(out)
+    }
+
+    /// The newest sample of every host (from its newest instance with samples), with the host.
+    pub fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
+        let e = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, body FROM samples WHERE instance = ?1
+                 ORDER BY seq DESC LIMIT 1",
+            )
+            .map_err(e)?;
+        let mut out: Vec<(String, ExportRecord)> = Vec::new();
+        for (name, _addr, _host, raw) in self.instances().map_err(e)? {
+            let row: Option<(i64, i64, Vec<u8>)> = stmt
+                .query_row([raw.row], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+                .map_err(e)?;
+            let Some((seq, time_ms, body)) = row else {
+                continue;
+            };
+            let rec = ExportRecord {
+                instance: raw.row,
+                seq: seq as u64,
+                time_ms: time_ms as u64,
+                is_event: false,
+                body,
+            };
+            let item = (name.clone(), rec);
+            match out.last_mut() {
+                Some(last) if last.0 == name => {
+                    if item.1.time_ms >= last.1.time_ms {
+                        *last = item;
+                    }
+                }
+                _ => out.push(item),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Events stored per host and kind (for the `nasprobe_events_total` counter).
+    pub fn event_counts(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let e = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT h.name, v.kind, COUNT(*) FROM events v
+                 JOIN instances i ON i.id = v.instance JOIN hosts h ON h.id = i.host
+                 GROUP BY h.name, v.kind ORDER BY h.name, v.kind",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+            })
+            .map_err(e)?;
+        rows.collect::<Result<_, _>>().map_err(e)
     }
 }
 

@@ -1,0 +1,143 @@
+//! Export to the engines people already run, and to scripts:
+//!
+//! - [`vm`]: `record --export-vm URL` and `export --push-vm URL` push every stored sample and
+//!   event to VictoriaMetrics, exactly once (a per-instance cursor in the store);
+//! - [`serve`]: `serve --metrics ADDR:PORT`, a Prometheus scrape endpoint with the newest rates;
+//! - `export --format csv|json|influx` ([`run`]): points on stdout for scripts and notebooks.
+//!
+//! [`metrics`] names every metric (docs/metrics.md lists them with their node_exporter
+//! counterparts) and turns samples into points; [`format`] writes them.
+
+pub mod format;
+pub mod metrics;
+pub mod serve;
+pub mod vm;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use crate::cli::Common;
+use metrics::{Sink, emit_event, emit_sample};
+
+/// Output format of `nasprobe export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One point per row: timestamp_ms,time,metric,host,cpu,device,process,thread,mountpoint,kind,value
+    Csv,
+    /// JSON lines: one object per point with its labels as keys
+    Json,
+    /// InfluxDB line protocol (measurement "nasprobe", one field per metric, ns timestamps)
+    Influx,
+}
+
+/// Writes every stored sample and event of the window (optionally only some hosts) to `sink`,
+/// per host in time order. Returns (samples, events).
+pub fn write_points(
+    store: &crate::store::Store,
+    from_ms: Option<u64>,
+    hosts: &[String],
+    sink: &mut dyn Sink,
+) -> anyhow::Result<(u64, u64)> {
+    let windows = store.load_window(from_ms, None)?;
+    for h in hosts {
+        anyhow::ensure!(
+            windows.iter().any(|w| &w.host == h),
+            "no data for host {h:?} in the store {} (hosts: {})",
+            store.path().display(),
+            windows
+                .iter()
+                .map(|w| w.host.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let (mut ns, mut ne) = (0, 0);
+    for w in windows
+        .iter()
+        .filter(|w| hosts.is_empty() || hosts.contains(&w.host))
+    {
+        let mut events = w.events.iter().peekable();
+        for (hello, s, sample) in w.decoded() {
+            while let Some(e) = events.next_if(|e| e.time_ms <= s.time_ms) {
+                emit_event(sink, &w.host, &e.event, e.time_ms);
+                ne += 1;
+            }
+            emit_sample(sink, &w.host, hello, &sample, s.time_ms);
+            ns += 1;
+        }
+        for e in events {
+            emit_event(sink, &w.host, &e.event, e.time_ms);
+            ne += 1;
+        }
+    }
+    Ok((ns, ne))
+}
+
+/// `nasprobe export --format F [--since DUR] [--host H]...`: points on stdout.
+pub fn run(
+    c: &Common,
+    format: Format,
+    since: Option<Duration>,
+    hosts: &[String],
+) -> anyhow::Result<()> {
+    let db = crate::db_path(c);
+    anyhow::ensure!(
+        db.exists(),
+        "no database at {} (record first, or name one with --db)",
+        db.display()
+    );
+    let store = crate::open_store(&db)?;
+    let from = since.map(|d| crate::conn::now_ms().saturating_sub(d.as_millis() as u64));
+    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let (r, err) = match format {
+        Format::Csv => {
+            let mut s = format::Csv::new(out);
+            let r = write_points(&store, from, hosts, &mut s);
+            (r, s.error.or_else(|| s.out.flush().err()))
+        }
+        Format::Json => {
+            let mut s = format::JsonLines::new(out);
+            let r = write_points(&store, from, hosts, &mut s);
+            (r, s.error.or_else(|| s.out.flush().err()))
+        }
+        Format::Influx => {
+            let mut s = format::Influx::new(out);
+            let r = write_points(&store, from, hosts, &mut s);
+            (r, s.error.or_else(|| s.out.flush().err()))
+        }
+    };
+    let (ns, ne) = r?;
+    match err {
+        // A closed pipe (`| head`) is a normal end for a script.
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Some(e) => return Err(anyhow::anyhow!("writing stdout: {e}")),
+        None => {}
+    }
+    log::info!("exported {ns} samples and {ne} events");
+    Ok(())
+}
+
+/// `nasprobe export --push-vm URL`: pushes everything not yet pushed to that target, then exits.
+pub fn push_vm(c: &Common, url: &str, no_flush: bool) -> anyhow::Result<()> {
+    let db = crate::db_path(c);
+    anyhow::ensure!(db.exists(), "no database at {}", db.display());
+    let mut store = crate::open_store(&db)?;
+    let mut pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60));
+    pusher.flush = !no_flush;
+    let (t, secs) = vm::backfill(&mut store, &pusher, vm::BATCH_RECORDS, |_| {})?;
+    eprintln!(
+        "nasprobe: pushed {} samples and {} events ({} points, {:.1} MB) to {} in {:.2}s: \
+         {:.0} samples/s, {:.0} points/s",
+        t.samples,
+        t.events,
+        t.lines,
+        t.bytes as f64 / 1e6,
+        pusher.target.base,
+        secs,
+        t.samples as f64 / secs.max(1e-9),
+        t.lines as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}

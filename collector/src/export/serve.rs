@@ -1,0 +1,319 @@
+//! `nasprobe serve --metrics ADDR:PORT`: a Prometheus scrape endpoint with the newest rates of
+//! every host in the store (text exposition format 0.0.4), optionally while recording hosts.
+//!
+//! A small HTTP/1.1 server on std: one thread accepts; each connection gets a thread (at most
+//! [`MAX_CONNECTIONS`] at once; more are answered 503), a request head of at most
+//! [`MAX_REQUEST`] bytes, read and write timeouts, `Connection: close`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nasprobe_proto::Sample;
+
+use super::format::exposition;
+use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
+use crate::store::Store;
+
+/// Largest request head accepted (request line and headers).
+pub const MAX_REQUEST: usize = 16 * 1024;
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 32;
+/// Read and write timeout of a connection.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The scrape body: the newest sample of every host whose newest sample is at most `max_age`
+/// old (None: any age), plus per host its newest sample time and events stored per kind.
+pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::Result<Vec<u8>> {
+    let mut pts = Points::default();
+    let instances = store.export_instances()?;
+    for (host, rec) in store.latest_samples()? {
+        let (row, time_ms, body) = (rec.instance, rec.time_ms, rec.body);
+        let h = [("host", host.as_str())];
+        pts.point(LAST_SAMPLE, &h, time_ms as f64 / 1000.0, time_ms);
+        if max_age.is_some_and(|a| now_ms.saturating_sub(time_ms) > a.as_millis() as u64) {
+            continue; // stale: say when it was, not what it was
+        }
+        let Some(inst) = instances.iter().find(|i| i.row == row) else {
+            continue;
+        };
+        let Ok(s) = postcard::from_bytes::<Sample>(&body) else {
+            continue;
+        };
+        emit_sample(&mut pts, &host, &inst.hello, &s, time_ms);
+    }
+    for (host, kind, n) in store.event_counts()? {
+        pts.point(
+            EVENTS_TOTAL,
+            &[("host", &host), ("kind", &kind)],
+            n as f64,
+            now_ms,
+        );
+    }
+    Ok(exposition(&pts.0))
+}
+
+/// A running scrape endpoint.
+pub struct Server {
+    pub addr: std::net::SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds `addr` and serves the store at `db` on a background thread.
+    pub fn start(addr: &str, db: &Path, max_age: Option<Duration>) -> anyhow::Result<Server> {
+        let listener =
+            TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let local = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let store = Arc::new(Mutex::new(Store::open(db)?));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let db = db.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("serve-metrics".into())
+            .spawn(move || accept_loop(listener, store, db, max_age, s2))?;
+        Ok(Server {
+            addr: local,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    store: Arc<Mutex<Store>>,
+    db: PathBuf,
+    max_age: Option<Duration>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((mut conn, peer)) => {
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
+                let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
+                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    let _ = respond(
+                        &mut conn,
+                        503,
+                        "text/plain",
+                        b"too many connections\n",
+                        false,
+                    );
+                    continue;
+                }
+                let (store, active, db) = (store.clone(), active.clone(), db.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("serve-conn".into())
+                    .stack_size(8 << 20)
+                    .spawn(move || {
+                        if let Err(e) = handle(&mut conn, &store, &db, max_age) {
+                            log::debug!("serve: {peer}: {e}");
+                        }
+                        active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                if spawned.is_err() {
+                    log::warn!("serve: cannot spawn a thread for {peer}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                log::warn!("serve: accept: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+/// Reads the request head (bounded); returns (method, path).
+fn read_head(conn: &mut TcpStream) -> std::io::Result<Option<(String, String)>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let deadline = Instant::now() + IO_TIMEOUT;
+    loop {
+        if buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.windows(2).any(|w| w == b"\n\n") {
+            break;
+        }
+        if buf.len() > MAX_REQUEST {
+            return Ok(None);
+        }
+        if Instant::now() > deadline {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        let n = conn.read(&mut chunk)?;
+        if n == 0 {
+            if buf.is_empty() {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf);
+    let line = head.lines().next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Ok(None);
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Ok(None);
+    }
+    let path = target.split('?').next().unwrap_or("").to_string();
+    Ok(Some((method.to_string(), path)))
+}
+
+fn respond(
+    conn: &mut TcpStream,
+    status: u16,
+    ctype: &str,
+    body: &[u8],
+    head_only: bool,
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        _ => "Service Unavailable",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n{}\r\n",
+        body.len(),
+        if status == 405 {
+            "Allow: GET, HEAD\r\n"
+        } else {
+            ""
+        }
+    );
+    conn.write_all(head.as_bytes())?;
+    if !head_only {
+        conn.write_all(body)?;
+    }
+    conn.flush()
+}
+
+fn handle(
+    conn: &mut TcpStream,
+    store: &Mutex<Store>,
+    db: &Path,
+    max_age: Option<Duration>,
+) -> std::io::Result<()> {
+    let Some((method, path)) = read_head(conn)? else {
+        return respond(conn, 400, "text/plain", b"bad request\n", false);
+    };
+    let head_only = method == "HEAD";
+    if method != "GET" && !head_only {
+        return respond(conn, 405, "text/plain", b"method not allowed\n", false);
+    }
+    match path.as_str() {
+        "/metrics" => {
+            let body = {
+                let s = store.lock().unwrap_or_else(|p| p.into_inner());
+                scrape(&s, max_age, crate::conn::now_ms())
+            };
+            match body {
+                Ok(b) => respond(conn, 200, CONTENT_TYPE, &b, head_only),
+                Err(e) => {
+                    log::warn!("serve: {}: {e}", db.display());
+                    respond(
+                        conn,
+                        500,
+                        "text/plain",
+                        format!("{e}\n").as_bytes(),
+                        head_only,
+                    )
+                }
+            }
+        }
+        "/" => respond(
+            conn,
+            200,
+            "text/html; charset=utf-8",
+            b"<html><head><title>nasprobe</title></head><body><h1>nasprobe</h1>\
+              <p><a href=\"/metrics\">metrics</a></p></body></html>\n",
+            head_only,
+        ),
+        _ => respond(
+            conn,
+            404,
+            "text/plain",
+            b"not found (try /metrics)\n",
+            head_only,
+        ),
+    }
+}
+
+/// `nasprobe serve --metrics ADDR:PORT [HOST]...`: serves until stopped or DUR has passed;
+/// with hosts, records them into the store at the same time.
+pub fn run(
+    c: &crate::cli::Common,
+    metrics: &str,
+    max_age: Option<Duration>,
+    duration: Option<Duration>,
+    hosts: &[String],
+) -> anyhow::Result<()> {
+    let db = crate::db_path(c);
+    let collector = if hosts.is_empty() {
+        anyhow::ensure!(
+            db.exists(),
+            "no database at {} (record first, name one with --db, or give hosts to record)",
+            db.display()
+        );
+        None
+    } else {
+        let targets = crate::targets(c, hosts, false)?;
+        let store = crate::open_store(&db)?;
+        Some(crate::conn::Collector::start(
+            store,
+            targets,
+            Some(c.retention),
+        ))
+    };
+    let server = Server::start(metrics, &db, max_age)?;
+    crate::record::install_signal_handlers();
+    eprintln!(
+        "nasprobe: serving the newest rates of {} on http://{}/metrics{}",
+        db.display(),
+        server.addr,
+        if hosts.is_empty() {
+            String::new()
+        } else {
+            format!(" while recording {}", hosts.join(", "))
+        }
+    );
+    let start = Instant::now();
+    while !crate::record::STOP.load(Ordering::SeqCst)
+        && duration.is_none_or(|d| start.elapsed() < d)
+        && collector.as_ref().is_none_or(|c| !c.is_finished())
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+    if let Some(c) = collector {
+        c.finish()?;
+    }
+    Ok(())
+}
