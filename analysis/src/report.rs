@@ -223,17 +223,24 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
             lo = lo.min(s.time_ms.saturating_sub(s.interval_us as u64 / 1000));
             hi = hi.max(s.time_ms);
         }
+        // An agent's first record is its agent_start event: the window holds it too.
+        for e in &h.events {
+            lo = lo.min(e.time_ms);
+            hi = hi.max(e.time_ms);
+        }
     }
     let from = opts.from_ms.unwrap_or(if lo == u64::MAX { 0 } else { lo });
     let to = opts.to_ms.unwrap_or(hi.max(from));
 
-    let mut events = Vec::new();
+    // In time order to the millisecond (`at` shows whole seconds), hosts in their order on ties.
+    let mut timed = Vec::new();
     for h in hosts {
         for e in &h.events {
-            events.push(event_out(&h.name, e.time_ms, &e.event));
+            timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event)));
         }
     }
-    events.sort_by(|a, b| a.at.cmp(&b.at));
+    timed.sort_by_key(|e| e.0);
+    let events: Vec<EventOut> = timed.into_iter().map(|e| e.1).collect();
     let patterns = hosts
         .iter()
         .zip(&series)
@@ -496,30 +503,53 @@ pub fn command_shape(cmd: &str) -> String {
     out
 }
 
+/// The identity of a restarting command: its process name and the first two words of its
+/// command shape (`btrfs send`), so that a resume with extra arguments (`-k TOKEN`) is the same
+/// command as the first run without them.
+fn restart_key(comm: &str, cmdline: &str) -> (String, String) {
+    let shape = command_shape(cmdline);
+    let head: Vec<&str> = shape.split_whitespace().take(2).collect();
+    (comm.to_string(), head.join(" "))
+}
+
+/// A start within this long before a death still counts as its restart (the new instance can
+/// be up before the old one is reaped; both land in the same scan).
+const RESTART_EARLY_MS: u64 = 2_000;
+
 fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
-    let mut groups: BTreeMap<(String, String), Vec<(u64, &nasprobe_proto::ProcessExit)>> =
-        BTreeMap::new();
+    type Deaths<'a> = Vec<(u64, &'a nasprobe_proto::ProcessExit)>;
+    let mut groups: BTreeMap<(String, String), Deaths> = BTreeMap::new();
+    let mut starts: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
     for e in &h.events {
-        if let Event::ProcessExit(x) = &e.event {
-            let shape = command_shape(x.process.cmdline.as_str());
-            groups
-                .entry((x.process.comm.as_str().to_string(), shape))
+        match &e.event {
+            Event::ProcessExit(x) => groups
+                .entry(restart_key(
+                    x.process.comm.as_str(),
+                    x.process.cmdline.as_str(),
+                ))
                 .or_default()
-                .push((e.time_ms, x));
+                .push((e.time_ms, x)),
+            Event::ProcessStart(p) => starts
+                .entry(restart_key(p.comm.as_str(), p.cmdline.as_str()))
+                .or_default()
+                .push(e.time_ms),
+            _ => {}
         }
     }
     let mut out = Vec::new();
-    for ((comm, shape), deaths) in groups {
-        // A restart is a death followed by a start of the same command shape.
+    for (key, deaths) in groups {
+        let comm = key.0.clone();
+        // The command as last seen, its changing numbers as `N`.
+        let shape = command_shape(deaths.last().map_or("", |d| d.1.process.cmdline.as_str()));
+        // A restart: a death followed by a start of the same command before the next death.
+        let st = starts.get(&key).map(Vec::as_slice).unwrap_or_default();
         let restarts = deaths
             .iter()
-            .filter(|(t, _)| {
-                h.events.iter().any(|e| {
-                    e.time_ms >= *t
-                        && matches!(&e.event, Event::ProcessStart(p)
-                            if p.comm.as_str() == comm
-                                && command_shape(p.cmdline.as_str()) == shape)
-                })
+            .enumerate()
+            .filter(|(k, (t, _))| {
+                let until = deaths.get(k + 1).map_or(u64::MAX, |d| d.0);
+                st.iter()
+                    .any(|&x| x + RESTART_EARLY_MS >= *t && x < until.max(*t + 1))
             })
             .count();
         if deaths.len() < 2 && restarts == 0 {

@@ -110,7 +110,7 @@ pub fn render(r: &Report) -> String {
         let nic = h
             .nics
             .iter()
-            .filter(|n| n.name != "lo")
+            .filter(|n| n.name != "lo" && !n.is_bond)
             .max_by(|a, b| (a.rx_mb_s.max(a.tx_mb_s)).total_cmp(&b.rx_mb_s.max(b.tx_mb_s)))
             .map(|n| {
                 format!(

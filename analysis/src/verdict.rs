@@ -22,6 +22,8 @@ pub const NIC_PRACTICAL: f64 = 0.94;
 pub const SWAP_WALL_PAGES_PS: f64 = 256.0;
 /// Below this a host carries no transfer (bytes/s).
 pub const FLOW_MIN_BPS: f64 = 1_000_000.0;
+/// Two walls of the same kind whose scores differ by less than this are a tie.
+pub const TIE_MARGIN: f64 = 0.05;
 /// Span of the peak window.
 pub const PEAK_SPAN_MS: f64 = 10_000.0;
 
@@ -375,8 +377,10 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         let util = util.max(0.0);
         let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
         let speed_txt = if speed > 0.0 {
+            // One decimal on slow links: 11.5 of 12.5 MB/s, not "11 of 12".
+            let d = usize::from(speed < 100.0 * MB);
             format!(
-                "{:.0} MB/s of {:.0} ({:.0} practical; link {} Mb/s)",
+                "{:.d$} MB/s of {:.d$} ({:.d$} practical; link {} Mb/s)",
                 rate / MB,
                 speed / MB,
                 speed * NIC_PRACTICAL / MB,
@@ -454,34 +458,62 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
         .iter()
         .filter(|c| c.resource == "memory" && c.wall)
         .max_by(|a, b| a.utilization.total_cmp(&b.utilization));
+    let walls: Vec<&Candidate> = all
+        .iter()
+        .filter(|c| c.wall)
+        .filter(|c| {
+            // With every core busy, one busy thread is not the single wall.
+            !(c.resource == "cpu_thread"
+                && all
+                    .iter()
+                    .any(|o| o.host == c.host && o.resource == "cpu_all" && o.wall))
+        })
+        .collect();
     let chosen = memory_wall.cloned().or_else(|| {
-        all.iter()
-            .filter(|c| c.wall)
-            .filter(|c| {
-                // With every core busy, one busy thread is not the single wall.
-                !(c.resource == "cpu_thread"
-                    && all
-                        .iter()
-                        .any(|o| o.host == c.host && o.resource == "cpu_all" && o.wall))
-            })
-            .max_by(|a, b| a.score.total_cmp(&b.score))
-            .cloned()
+        let top = walls.iter().max_by(|a, b| a.score.total_cmp(&b.score))?;
+        // Both ends of a flow at the same ceiling (ssh encrypting on one side, sshd decrypting
+        // on the other): name the receiving end, where the data lands, unless the sender's
+        // figure is clearly higher. The other end is reported as also at its ceiling.
+        let receiver = flow.and_then(|f| f.to.as_deref());
+        let on_receiver = walls
+            .iter()
+            .filter(|c| Some(c.host.as_str()) == receiver && c.resource == top.resource)
+            .filter(|c| c.score >= top.score - TIE_MARGIN)
+            .max_by(|a, b| a.score.total_cmp(&b.score));
+        Some((*on_receiver.unwrap_or(top)).clone())
     });
     let mut evidence = Vec::new();
     if let Some(f) = flow {
         evidence.push(flow_sentence(f));
     }
     let mut ruled_out = Vec::new();
+    let mut also = Vec::new();
     for c in all {
         let same = chosen
             .as_ref()
             .is_some_and(|w| w.host == c.host && w.resource == c.resource);
         if same {
             evidence.insert(usize::from(flow.is_some()), c.sentence.clone());
+        } else if let Some(w) = chosen
+            .as_ref()
+            .filter(|_| c.wall && walls.iter().any(|w| std::ptr::eq(*w, c)))
+        {
+            if w.resource == "memory" && w.host == c.host {
+                also.push(format!("{} — likely a symptom of the swapping", c.sentence));
+            } else {
+                also.push(format!(
+                    "also at its ceiling: {} — relieving the wall alone would move it here",
+                    c.sentence
+                ));
+            }
         } else if c.resource != "cpu_thread" || c.utilization > 0.05 {
             let hr = headroom(c.utilization);
             ruled_out.push(format!("{} — {hr}", c.sentence));
         }
+    }
+    let at = usize::from(flow.is_some()) + usize::from(chosen.is_some());
+    for (k, a) in also.into_iter().enumerate() {
+        evidence.insert(at + k, a);
     }
     // Keep the ruled-out sentences in the evidence too: they carry the headroom numbers.
     evidence.extend(ruled_out.iter().cloned());

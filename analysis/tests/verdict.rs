@@ -328,6 +328,50 @@ fn wd_ssh_one_core_pinned_by_ssh() {
 }
 
 #[test]
+fn both_ends_pinned_names_the_receiver_and_the_sender_as_also_at_its_ceiling() {
+    // ssh encrypting on the sender at 97%, sshd decrypting on the receiver at 95%: a tie.
+    let src = host_data(&wd("src"), 60, |_| Load {
+        threads: vec![("ssh", "ssh", 4402, 0.97)],
+        nics: vec![(0, 0.6, 22.5)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let dst = host_data(&wd("dst"), 60, |_| Load {
+        threads: vec![("sshd", "sshd", 4410, 0.95)],
+        nics: vec![(0, 22.5, 0.6)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let r = json(&[src.clone(), dst.clone()]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "cpu_thread", "{b:#}");
+    assert_eq!(b["host"], "dst");
+    assert_eq!(b["process"], "sshd");
+    let ev = b["evidence"].to_string();
+    assert!(ev.contains("also at its ceiling: src"), "{ev}");
+    assert!(!b["ruled_out"].to_string().contains("`ssh`"), "{b:#}");
+    // Order of the hosts does not matter.
+    assert_eq!(json(&[dst, src])["bottleneck"]["host"], "dst");
+
+    // A clearly hotter sender is named even though it is not the receiver.
+    let src = host_data(&wd("src"), 60, |_| Load {
+        threads: vec![("ssh", "ssh", 4402, 0.99)],
+        nics: vec![(0, 0.6, 22.5)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let dst = host_data(&wd("dst"), 60, |_| Load {
+        threads: vec![("sshd", "sshd", 4410, 0.86)],
+        nics: vec![(0, 22.5, 0.6)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let r = json(&[src, dst]);
+    assert_eq!(r["bottleneck"]["host"], "src", "{:#}", r["bottleneck"]);
+    assert_eq!(r["bottleneck"]["process"], "ssh");
+}
+
+#[test]
 fn disk_bound_behind_md_is_judged_by_members() {
     let dst = host_data(&atom("dst"), 120, |_| Load {
         threads: vec![("smbd", "smbd", 500, 0.3)],
@@ -492,6 +536,69 @@ fn restarting_process_is_a_pattern_with_context() {
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds.iter().filter(|k| **k == "process_exit").count(), 3);
+}
+
+#[test]
+fn first_run_without_a_token_and_resumes_with_one_are_one_pattern() {
+    let mut h = host_data(&atom("src"), 300, |_| Load {
+        nics: vec![(0, 0.1, 50.0)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let t0 = h.samples[0].time_ms;
+    let info = |pid: u32, cmd: String| ProcessInfo {
+        pid,
+        ppid: 1,
+        comm: hs("btrfs"),
+        cmdline: hs(&cmd),
+        start_ticks: pid as u64,
+    };
+    let ev = |time_ms: u64, event: Event| TimedEvent {
+        time_ms,
+        instance: 0,
+        seq: 0,
+        event,
+    };
+    // 1st run without -k; the resumes carry a token; one resume is up before the death is seen.
+    let cmds = [
+        "btrfs send -p /v/a /v/b".to_string(),
+        "btrfs send -p /v/a /v/b -k 100".to_string(),
+        "btrfs send -p /v/a /v/b -k 205".to_string(),
+    ];
+    for (k, cmd) in cmds.iter().enumerate() {
+        let died = t0 + 60_000 * (k as u64 + 1);
+        h.events.push(ev(
+            died,
+            Event::ProcessExit(ProcessExit {
+                process: info(1000 + k as u32, cmd.clone()),
+                lifetime_ms: 60_000,
+                cpu_ticks: 100,
+            }),
+        ));
+        let next = format!("btrfs send -p /v/a /v/b -k {}", 100 + 105 * (k + 1));
+        let start_at = if k == 1 { died - 1000 } else { died + 500 };
+        h.events.push(ev(
+            start_at,
+            Event::ProcessStart(info(1001 + k as u32, next)),
+        ));
+    }
+    // An unrelated btrfs command that exits once is no pattern.
+    h.events.push(ev(
+        t0 + 100_000,
+        Event::ProcessExit(ProcessExit {
+            process: info(3000, "btrfs scrub status /v".into()),
+            lifetime_ms: 9_000,
+            cpu_ticks: 1,
+        }),
+    ));
+    h.events.sort_by_key(|e| e.time_ms);
+    let r = json(&[h]);
+    let p = r["patterns"].as_array().unwrap();
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert_eq!(p[0]["restarts"], 3, "{:#}", p[0]);
+    assert_eq!(p[0]["deaths"].as_array().unwrap().len(), 3);
+    assert_eq!(p[0]["command"], "btrfs send -p /v/a /v/b -k N");
+    assert_eq!(p[0]["every_s"], 60.0);
 }
 
 #[test]
