@@ -6,6 +6,7 @@
 
 pub mod html;
 pub mod input;
+pub mod rates;
 pub mod report;
 pub mod series;
 pub mod stats;

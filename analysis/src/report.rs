@@ -426,7 +426,7 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
     let mut o = EventOut {
         host: host.to_string(),
         at: rfc3339(time_ms),
-        kind: "",
+        kind: crate::rates::event_kind(e),
         pid: None,
         process: None,
         cmdline: None,
@@ -437,13 +437,11 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
     };
     match e {
         Event::ProcessStart(p) => {
-            o.kind = "process_start";
             o.pid = Some(p.pid);
             o.process = Some(p.comm.as_str().into());
             o.cmdline = Some(p.cmdline.as_str().into());
         }
         Event::ProcessExit(x) => {
-            o.kind = "process_exit";
             o.pid = Some(x.process.pid);
             o.process = Some(x.process.comm.as_str().into());
             o.cmdline = Some(x.process.cmdline.as_str().into());
@@ -452,7 +450,6 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
             o.cpu_s = Some(round2(x.cpu_ticks as f64 / 100.0));
         }
         Event::LinkChange(l) => {
-            o.kind = "link_change";
             o.device = Some(l.nic.as_str().into());
             o.detail = Some(format!(
                 "{} {} Mb/s {} mtu {}",
@@ -467,14 +464,12 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
             ));
         }
         Event::AgentStart(a) => {
-            o.kind = "agent_start";
             o.detail = Some(format!(
                 "agent {} instance {:016x}, interval {} ms",
                 a.agent_version, a.instance_id, a.interval_ms
             ));
         }
         Event::DeviceAdded(d) => {
-            o.kind = "device_added";
             o.device = Some(match d {
                 nasprobe_proto::DeviceAdded::Disk(n) | nasprobe_proto::DeviceAdded::Nic(n) => {
                     n.as_str().into()

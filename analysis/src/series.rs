@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use nasprobe_proto::{Hello, Sample, flags};
 
+use crate::rates;
+
 use crate::input::HostData;
 
 /// One point: sample end time (ms), interval length (ms).
@@ -136,17 +138,12 @@ pub struct HostSeries {
     pub agent_cpu: Vec<f64>,
 }
 
+/// Busy and iowait fractions of one CPU entry (NaN when unknown).
 fn cpu_busy(t: &nasprobe_proto::CpuTicks) -> (f64, f64) {
-    if t.flags & flags::RESET != 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let total =
-        (t.user + t.nice + t.system + t.idle + t.iowait + t.irq + t.softirq + t.steal) as f64;
-    if total <= 0.0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let idle = (t.idle + t.iowait) as f64;
-    ((total - idle) / total, t.iowait as f64 / total)
+    (
+        rates::cpu_busy(t).unwrap_or(f64::NAN),
+        rates::cpu_iowait(t).unwrap_or(f64::NAN),
+    )
 }
 
 /// Puts `x` at index `i`, padding the points where the device was absent with zero.
@@ -287,29 +284,27 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             continue;
         };
         let ds = s.disks.entry(info.name.as_str().to_string()).or_default();
-        if d.flags & flags::RESET != 0 {
-            push_at(&mut ds.util, i, f64::NAN);
-            push_padded(&mut ds.await_ms, i, f64::NAN, f64::NAN);
-            push_at(&mut ds.queue, i, f64::NAN);
-            push_at(&mut ds.read_bps, i, f64::NAN);
-            push_at(&mut ds.write_bps, i, f64::NAN);
-            continue;
+        match rates::disk_rate(hello, sample, d) {
+            None => {
+                push_at(&mut ds.util, i, f64::NAN);
+                push_padded(&mut ds.await_ms, i, f64::NAN, f64::NAN);
+                push_at(&mut ds.queue, i, f64::NAN);
+                push_at(&mut ds.read_bps, i, f64::NAN);
+                push_at(&mut ds.write_bps, i, f64::NAN);
+            }
+            Some(r) => {
+                push_at(&mut ds.util, i, r.util);
+                push_padded(
+                    &mut ds.await_ms,
+                    i,
+                    r.await_ms.unwrap_or(f64::NAN),
+                    f64::NAN,
+                );
+                push_at(&mut ds.queue, i, r.queue);
+                push_at(&mut ds.read_bps, i, r.read_mb_s * 1e6);
+                push_at(&mut ds.write_bps, i, r.write_mb_s * 1e6);
+            }
         }
-        let ios = (d.reads + d.writes) as f64;
-        push_at(&mut ds.util, i, (d.io_ms as f64 / interval_ms).min(1.0));
-        let await_ms = if ios > 0.0 {
-            (d.read_ms + d.write_ms) as f64 / ios
-        } else {
-            f64::NAN
-        };
-        push_padded(&mut ds.await_ms, i, await_ms, f64::NAN);
-        push_at(&mut ds.queue, i, d.weighted_ms as f64 / interval_ms);
-        push_at(&mut ds.read_bps, i, d.sectors_read as f64 * 512.0 / secs);
-        push_at(
-            &mut ds.write_bps,
-            i,
-            d.sectors_written as f64 * 512.0 / secs,
-        );
     }
 
     for n in &sample.nics {
@@ -326,15 +321,26 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             ns.up.push(false);
             ns.speed_bps.push(0.0);
         }
-        let reset = n.flags & flags::RESET != 0;
-        let rate = |x: f64| if reset { f64::NAN } else { x / secs };
-        fill(&mut ns.rx_bps, rate(n.rx_bytes as f64));
-        fill(&mut ns.tx_bps, rate(n.tx_bytes as f64));
-        fill(&mut ns.errors_ps, rate((n.rx_errors + n.tx_errors) as f64));
-        fill(&mut ns.drops_ps, rate((n.rx_dropped + n.tx_dropped) as f64));
+        let r = rates::nic_rate(hello, sample, n);
+        let per_s = |x: u64| x as f64 / secs;
+        fill(
+            &mut ns.rx_bps,
+            r.as_ref().map_or(f64::NAN, |r| r.rx_mb_s * 1e6),
+        );
+        fill(
+            &mut ns.tx_bps,
+            r.as_ref().map_or(f64::NAN, |r| r.tx_mb_s * 1e6),
+        );
+        fill(
+            &mut ns.errors_ps,
+            r.as_ref().map_or(f64::NAN, |r| per_s(r.errors)),
+        );
+        fill(
+            &mut ns.drops_ps,
+            r.as_ref().map_or(f64::NAN, |r| per_s(r.drops)),
+        );
         ns.speed_bps.push(n.speed_mbit as f64 * 1e6 / 8.0);
-        ns.full_duplex
-            .push(n.flags & flags::FULL_DUPLEX != 0 || n.flags & flags::DUPLEX_UNKNOWN != 0);
+        ns.full_duplex.push(rates::nic_full_duplex(n));
         ns.up.push(n.flags & flags::LINK_UP != 0);
     }
     let n_points = i + 1;
