@@ -1,0 +1,266 @@
+//! Load tool for `scripts/bench`: simulated agents speaking the real protocol (proto's frames,
+//! the HMAC challenge/response of `proto::auth`, Hello/Resume/Record), and a store generator.
+//!
+//! ```text
+//! load_agents serve --agents N --token-file F [--interval-ms 1000] [--history H] [--hosts-out FILE]
+//! load_agents make-store DB --hosts 10 --hours 24 [--interval-ms 1000]
+//! ```
+//!
+//! `serve`: N agents on 127.0.0.1 (one listener and one thread each, lean: a thread sleeps
+//! until its next tick). Each holds H records already (seq 1..=H, times in the past: the
+//! backfill case) and appends one sample per interval (the live case), every 100th record a
+//! process-exit event. Records are the busy 4-core, 8-disk, 4-NIC, 8-top-process NAS of
+//! `nasprobe::testing`, built on demand (no history kept in memory). Prints `NAME=ADDR` per
+//! agent (also to `--hosts-out`), then `ready`; runs until killed. Agent starts are staggered
+//! across the interval, as independent NAS boxes are.
+//!
+//! `make-store`: writes `hosts` × `hours` × 3600 s / interval samples through the store API
+//! (batches of 1000, as the collector's store task does), ending now, for `nasprobe report`.
+
+use std::io::{BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nasprobe::store::{Item, Store};
+use nasprobe::testing::{exit_event, nas_hello, nas_sample};
+use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
+use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_frame};
+use nasprobe_proto::*;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("serve") => serve(&args),
+        Some("make-store") => make_store(&args),
+        _ => {
+            eprintln!(
+                "usage: load_agents serve --agents N --token-file F [--interval-ms MS] [--history H] [--hosts-out FILE]\n       load_agents make-store DB [--hosts 10] [--hours 24] [--interval-ms 1000]"
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The record with sequence number `seq` of an agent (deterministic).
+fn record(seq: u64, started_ms: u64, interval_ms: u32) -> Record {
+    let time_ms = started_ms + seq * u64::from(interval_ms);
+    let body = if seq.is_multiple_of(100) {
+        RecordBody::Event(exit_event(seq as u32))
+    } else {
+        RecordBody::Sample(nas_sample(seq))
+    };
+    Record { seq, time_ms, body }
+}
+
+fn serve(args: &[String]) {
+    let n: usize = arg(args, "--agents", 100);
+    let interval_ms: u32 = arg(args, "--interval-ms", 1000);
+    let history: u64 = arg(args, "--history", 0);
+    let token_file: String = arg(args, "--token-file", String::new());
+    let token = std::fs::read(&token_file).unwrap_or_else(|e| {
+        eprintln!("load_agents: --token-file {token_file}: {e}");
+        std::process::exit(2)
+    });
+    let token = token.trim_ascii().to_vec();
+    let hosts_out: Option<String> = args
+        .iter()
+        .position(|a| a == "--hosts-out")
+        .and_then(|i| args.get(i + 1).cloned());
+    let mut lines = String::new();
+    let mut listeners = Vec::new();
+    for i in 0..n {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        lines.push_str(&format!("a{i:03}={}\n", l.local_addr().expect("addr")));
+        listeners.push(l);
+    }
+    if let Some(p) = hosts_out {
+        std::fs::write(&p, &lines).expect("hosts-out");
+    }
+    print!("{lines}");
+    println!("ready");
+    std::io::stdout().flush().ok();
+    let t0 = Instant::now();
+    let base_ms = now_ms();
+    let mut threads = Vec::new();
+    for (i, l) in listeners.into_iter().enumerate() {
+        let token = token.clone();
+        // Staggered phase; the history ends "now": record H is the newest at t0.
+        let phase = Duration::from_millis(u64::from(interval_ms) * i as u64 / n.max(1) as u64);
+        let started_ms = base_ms.saturating_sub(history * u64::from(interval_ms));
+        threads.push(
+            std::thread::Builder::new()
+                .stack_size(8 << 20)
+                .spawn(move || {
+                    let agent = Agent {
+                        instance_id: 0x5eed_0000 + i as u64,
+                        started_ms,
+                        interval_ms,
+                        history,
+                        t0: t0 + phase,
+                    };
+                    loop {
+                        if let Ok((c, _)) = l.accept() {
+                            let _ = agent.session(c, &token);
+                        }
+                    }
+                })
+                .expect("spawn"),
+        );
+    }
+    for t in threads {
+        t.join().ok();
+    }
+}
+
+struct Agent {
+    instance_id: u64,
+    started_ms: u64,
+    interval_ms: u32,
+    history: u64,
+    /// Time of record `history`; record `history + k` is due at t0 + k intervals.
+    t0: Instant,
+}
+
+impl Agent {
+    fn newest(&self) -> u64 {
+        let k = self.t0.elapsed().as_millis() as u64 / u64::from(self.interval_ms);
+        self.history + k
+    }
+
+    fn session(&self, mut c: TcpStream, token: &[u8]) -> std::io::Result<()> {
+        c.set_nodelay(true).ok();
+        c.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut buf = vec![0u8; 70_000];
+        let mut agent_nonce = [0u8; 32];
+        agent_nonce[..8].copy_from_slice(&self.instance_id.to_le_bytes());
+        agent_nonce[8..16].copy_from_slice(&now_ms().to_le_bytes());
+        send(&mut c, &mut buf, &Message::Challenge(Challenge { agent_nonce }))?;
+        let Message::Auth(a) = recv(&mut c)? else {
+            return Ok(());
+        };
+        if !proofs_equal(&a.mac, &client_proof(token, &agent_nonce, &a.client_nonce)) {
+            let mut reason = heapless::String::new();
+            let _ = reason.push_str("authentication failed");
+            return send(&mut c, &mut buf, &Message::Refused(Refused { reason }));
+        }
+        let mac = agent_proof(token, &agent_nonce, &a.client_nonce);
+        send(&mut c, &mut buf, &Message::AuthOk(AuthOk { mac }))?;
+        let newest = self.newest();
+        let mut hello = nas_hello(self.instance_id, self.started_ms, self.interval_ms);
+        hello.now_ms = now_ms();
+        hello.oldest_seq = if newest > 0 { 1 } else { 0 };
+        hello.newest_seq = newest;
+        send(&mut c, &mut buf, &Message::Hello(hello))?;
+        let Message::Resume(r) = recv(&mut c)? else {
+            return Ok(());
+        };
+        let mut next = if r.instance_id == self.instance_id {
+            r.after_seq + 1
+        } else {
+            1
+        };
+        let mut w = BufWriter::with_capacity(256 * 1024, c);
+        loop {
+            let newest = self.newest();
+            while next <= newest {
+                let rec = record(next, self.started_ms, self.interval_ms);
+                let n = encode_frame(&Message::Record(rec), &mut buf).map_err(std::io::Error::other)?;
+                w.write_all(&buf[..n])?;
+                next += 1;
+            }
+            w.flush()?;
+            // Sleep until the next record is due.
+            let due = self.t0
+                + Duration::from_millis((next - self.history) * u64::from(self.interval_ms));
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+    }
+}
+
+fn send(c: &mut TcpStream, buf: &mut [u8], m: &Message) -> std::io::Result<()> {
+    let n = encode_frame(m, buf).map_err(std::io::Error::other)?;
+    c.write_all(&buf[..n])
+}
+
+fn recv(c: &mut TcpStream) -> std::io::Result<Message> {
+    let mut len = [0u8; LEN_PREFIX];
+    c.read_exact(&mut len)?;
+    let n = u32::from_le_bytes(len) as usize;
+    if n > MAX_CLIENT_FRAME_LEN {
+        return Err(std::io::Error::other("frame too long"));
+    }
+    let mut frame = len.to_vec();
+    frame.resize(LEN_PREFIX + n, 0);
+    c.read_exact(&mut frame[LEN_PREFIX..])?;
+    match decode_frame(&frame, MAX_CLIENT_FRAME_LEN) {
+        Ok(Some((m, _))) => Ok(m),
+        _ => Err(std::io::Error::other("bad frame")),
+    }
+}
+
+fn make_store(args: &[String]) {
+    let db = PathBuf::from(args.get(1).cloned().unwrap_or_else(|| "store.db".into()));
+    let hosts: u64 = arg(args, "--hosts", 10);
+    let hours: u64 = arg(args, "--hours", 24);
+    let interval_ms: u32 = arg(args, "--interval-ms", 1000);
+    let per_host = hours * 3_600_000 / u64::from(interval_ms);
+    let _ = std::fs::remove_file(&db);
+    let mut s = Store::open(&db).expect("open store");
+    let end = now_ms();
+    let started = end - per_host * u64::from(interval_ms);
+    let t0 = Instant::now();
+    let mut total = 0u64;
+    for h in 0..hosts {
+        let mut hello = nas_hello(0xab00 + h, started, interval_ms);
+        hello.host_name.clear();
+        let _ = hello.host_name.push_str(&format!("nas{h:02}"));
+        let reg = s
+            .register(&format!("nas{h:02}"), &format!("10.0.0.{}:7451", h + 1), &hello)
+            .expect("register");
+        let mut batch = Vec::with_capacity(1000);
+        for seq in 1..=per_host {
+            let r = record(seq, started, interval_ms);
+            let body = match &r.body {
+                RecordBody::Sample(x) => postcard::to_allocvec(x).expect("encodes"),
+                RecordBody::Event(x) => postcard::to_allocvec(x).expect("encodes"),
+            };
+            batch.push(Item::from_record(reg.instance, &r, body));
+            if batch.len() == 1000 {
+                s.write_batch(&batch).expect("write");
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            s.write_batch(&batch).expect("write");
+        }
+        total += per_host;
+    }
+    s.conn()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+    let dt = t0.elapsed().as_secs_f64();
+    println!(
+        "make-store: {total} records ({hosts} hosts x {per_host}) in {dt:.1}s = {:.0}/s; {} bytes",
+        total as f64 / dt,
+        std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0)
+    );
+}
