@@ -117,9 +117,6 @@ pub enum Command {
         /// Instead of printing: push everything not yet pushed to this VictoriaMetrics, then exit
         #[arg(long, value_name = "URL", conflicts_with_all = ["format", "since", "host"])]
         push_vm: Option<String>,
-        /// With --push-vm: do not ask VictoriaMetrics to flush to disk after each batch
-        #[arg(long, requires = "push_vm")]
-        no_flush: bool,
     },
     /// Prometheus scrape endpoint with the newest rates of every host in the store (and, given
     /// hosts, recording them meanwhile)

@@ -43,9 +43,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             since,
             host,
             push_vm,
-            no_flush,
         } => match push_vm {
-            Some(url) => nasprobe::export::push_vm(c, &url, no_flush),
+            Some(url) => nasprobe::export::push_vm(c, &url),
             None => nasprobe::export::run(c, format, since, &host),
         },
         Command::Serve {

@@ -119,11 +119,12 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX events_kind ON events(kind, time_ms);
      CREATE INDEX gaps_time ON gaps(to_ms);",
     // 3: export cursors: per export target (e.g. a VictoriaMetrics URL) and agent instance, the
-    // last sequence number (sample or event) the target acknowledged.
+    // last sequence number (sample or event) the target surely holds and the last it acknowledged.
     "CREATE TABLE IF NOT EXISTS export_cursors(
         target TEXT NOT NULL,
         instance INTEGER NOT NULL,
         seq INTEGER NOT NULL,
+        acked INTEGER NOT NULL DEFAULT 0,
         updated_ms INTEGER NOT NULL,
         PRIMARY KEY(target, instance)
      ) WITHOUT ROWID;",
@@ -1087,11 +1088,21 @@ pub struct ExportInstance {
     pub hello: Hello,
 }
 
-/// Export cursors and reads for the exporters (`record --export-vm`, `serve --metrics`).
+/// The export cursor of one agent instance for one target.
 ///
-/// A cursor is the last sequence number of an agent instance (samples and events share the
-/// sequence) that an export target acknowledged; it is written only after the target answered
-/// 2xx, so an unreachable target makes records wait here, and nothing is sent twice.
+/// `seq`: the last sequence number (samples and events share the sequence) the target holds for
+/// sure (acknowledged, and the engine did not restart for a while after). `acked`: the last one
+/// it acknowledged. Records in `seq+1..=acked` may or may not have survived an engine crash:
+/// they are checked against the engine before they are sent again, so nothing is sent twice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportCursor {
+    pub seq: u64,
+    pub acked: u64,
+}
+
+/// Export cursors and reads for the exporters (`record --export-vm`, `serve --metrics`).
+/// Cursors are written only after the target answered 2xx, so an unreachable target makes
+/// records wait here.
 impl Store {
     /// Every agent instance with its host name and decoded `Hello`, oldest first.
     pub fn export_instances(&self) -> Result<Vec<ExportInstance>, StoreError> {
@@ -1113,16 +1124,18 @@ impl Store {
         Ok(out)
     }
 
-    /// The cursors of export target `target`: instance row → last acknowledged seq.
-    pub fn export_cursor(&self, target: &str) -> Result<HashMap<i64, u64>, StoreError> {
+    /// The cursors of export target `target`: instance row → cursor.
+    pub fn export_cursor(&self, target: &str) -> Result<HashMap<i64, ExportCursor>, StoreError> {
         let e = |e| self.err(e);
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT instance, seq FROM export_cursors WHERE target = ?1")
+            .prepare_cached("SELECT instance, seq, acked FROM export_cursors WHERE target = ?1")
             .map_err(e)?;
         let rows = stmt
             .query_map([target], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u64))
+                let seq = r.get::<_, i64>(1)? as u64;
+                let acked = (r.get::<_, i64>(2)? as u64).max(seq);
+                Ok((r.get::<_, i64>(0)?, ExportCursor { seq, acked }))
             })
             .map_err(e)?;
         rows.collect::<Result<_, _>>().map_err(e)
@@ -1132,7 +1145,7 @@ impl Store {
     pub fn set_export_cursor(
         &mut self,
         target: &str,
-        cursors: &[(i64, u64)],
+        cursors: &[(i64, ExportCursor)],
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let e = |e| classify(&path, e);
@@ -1141,29 +1154,49 @@ impl Store {
         {
             let mut up = tx
                 .prepare_cached(
-                    "INSERT INTO export_cursors(target, instance, seq, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4)
+                    "INSERT INTO export_cursors(target, instance, seq, acked, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
                      ON CONFLICT(target, instance) DO UPDATE
-                     SET seq = MAX(seq, excluded.seq), updated_ms = excluded.updated_ms",
+                     SET seq = MAX(seq, excluded.seq), acked = MAX(acked, excluded.acked),
+                         updated_ms = excluded.updated_ms",
                 )
                 .map_err(e)?;
-            for (inst, seq) in cursors {
-                up.execute(params![target, inst, *seq as i64, now])
-                    .map_err(e)?;
+            for (inst, c) in cursors {
+                up.execute(params![
+                    target,
+                    inst,
+                    c.seq as i64,
+                    c.acked.max(c.seq) as i64,
+                    now
+                ])
+                .map_err(e)?;
             }
         }
         tx.commit().map_err(e)
     }
 
-    /// Up to `limit` records (samples and events) after the cursors of `target`, per instance
-    /// in sequence order, instances oldest first.
+    /// Up to `limit` records (samples and events) after the sure cursors (`seq`) of `target`.
     pub fn samples_after_cursor(
         &self,
         target: &str,
         limit: usize,
     ) -> Result<Vec<ExportRecord>, StoreError> {
+        let after = self
+            .export_cursor(target)?
+            .into_iter()
+            .map(|(i, c)| (i, c.seq))
+            .collect();
+        self.records_after(&after, limit)
+    }
+
+    /// Up to `limit` records (samples and events) after `after` (instance row → seq; missing:
+    /// from the start), per instance in sequence order, instances oldest first.
+    pub fn records_after(
+        &self,
+        after: &HashMap<i64, u64>,
+        limit: usize,
+    ) -> Result<Vec<ExportRecord>, StoreError> {
         let e = |e| self.err(e);
-        let cursors = self.export_cursor(target)?;
         let mut out: Vec<ExportRecord> = Vec::new();
         let mut samples = self
             .conn
@@ -1184,7 +1217,7 @@ impl Store {
             if room == 0 {
                 break;
             }
-            let after = cursors.get(&raw.row).copied().unwrap_or(0) as i64;
+            let after = after.get(&raw.row).copied().unwrap_or(0) as i64;
             let mut got: Vec<ExportRecord> = Vec::new();
             for (stmt, is_event) in [(&mut samples, false), (&mut events, true)] {
                 let rows = stmt

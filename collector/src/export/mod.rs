@@ -120,24 +120,43 @@ pub fn run(
 }
 
 /// `nasprobe export --push-vm URL`: pushes everything not yet pushed to that target, then exits.
-pub fn push_vm(c: &Common, url: &str, no_flush: bool) -> anyhow::Result<()> {
+pub fn push_vm(c: &Common, url: &str) -> anyhow::Result<()> {
     let db = crate::db_path(c);
     anyhow::ensure!(db.exists(), "no database at {}", db.display());
     let mut store = crate::open_store(&db)?;
-    let mut pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60));
-    pusher.flush = !no_flush;
-    let (t, secs) = vm::backfill(&mut store, &pusher, vm::BATCH_RECORDS, |_| {})?;
+    let pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60));
+    let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
+    let (t, secs) =
+        vm::backfill_with(&mut store, &pusher, &mut st, vm::BATCH_RECORDS, &mut |_| {})?;
     eprintln!(
-        "nasprobe: pushed {} samples and {} events ({} points, {:.1} MB) to {} in {:.2}s: \
+        "nasprobe: pushed {} samples and {} events ({} points, {:.1} MB{}) to {} in {:.2}s: \
          {:.0} samples/s, {:.0} points/s",
         t.samples,
         t.events,
         t.lines,
         t.bytes as f64 / 1e6,
+        if t.skipped > 0 {
+            format!("; {} points it already held were left out", t.skipped)
+        } else {
+            String::new()
+        },
         pusher.target.base,
         secs,
         t.samples as f64 / secs.max(1e-9),
         t.lines as f64 / secs.max(1e-9)
     );
+    // The engine acknowledges before its disk has the rows: wait until it surely holds them,
+    // so that a crash of the engine right after this command loses nothing unnoticed.
+    if !st.all_sure() {
+        let max = vm::DURABLE_AFTER + vm::EPOCH_CHECK * 2;
+        eprintln!(
+            "nasprobe: waiting up to {}s until the engine surely holds them (interrupting is \
+             safe: the next export checks them again)",
+            max.as_secs()
+        );
+        if !vm::wait_sure(&mut store, &pusher, &mut st, max)? {
+            eprintln!("nasprobe: not sure yet; the next export checks them again");
+        }
+    }
     Ok(())
 }

@@ -1,14 +1,20 @@
 //! Push to VictoriaMetrics: every stored sample and event, in sequence order, as Prometheus
 //! text with millisecond timestamps to `/api/v1/import/prometheus`, in batches.
 //!
-//! Exactly once: the store keeps, per target and agent instance, the last sequence number the
-//! target acknowledged (`export_cursors`). A batch is the next records after the cursors; the
-//! cursors move only after the import answered 2xx and (by default) VictoriaMetrics flushed what
-//! it received to disk (`/internal/force_flush`), so a VictoriaMetrics killed right after its
-//! answer loses nothing that the cursor says it has. When the engine is down or slow, records
-//! wait in the store and go when it answers again.
+//! Nothing dropped, nothing sent twice, even when the engine is killed:
+//!
+//! - the store keeps per target and agent instance an [`ExportCursor`]: `acked`, the last
+//!   sequence number the engine acknowledged (2xx), and `seq`, the last one it surely holds;
+//! - VictoriaMetrics answers 2xx before the rows reach its disk (they sit in memory for a few
+//!   seconds; a SIGKILL loses them), so an acknowledged batch becomes sure only once the engine
+//!   was seen running, without a restart, [`DURABLE_AFTER`] after the acknowledgement (its
+//!   `vm_app_start_timestamp` and uptime, from `/metrics`, checked every [`EPOCH_CHECK`]);
+//! - when the engine restarted, or at start, or after a failed push (which may have been half
+//!   ingested), the records after the sure cursor are sent again, but first the engine is asked
+//!   (`/api/v1/export` over the batch's time range) which points it already holds, and those are
+//!   left out. So a point is in the engine once, whatever was lost.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,13 +23,18 @@ use std::time::{Duration, Instant};
 use nasprobe_proto::{Event, Sample};
 
 use super::format::PromLines;
-use super::metrics::{emit_event, emit_sample};
-use crate::store::{ExportInstance, Store, StoreError};
+use super::metrics::{Metric, Sink, emit_event, emit_sample};
+use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError};
 
 /// Records read from the store per batch at most.
 pub const BATCH_RECORDS: usize = 2000;
 /// A batch's body is cut after this many bytes (the rest goes in the next one).
 pub const BATCH_BYTES: usize = 8 << 20;
+/// An acknowledged batch is sure once the engine ran this long after it without restarting
+/// (VictoriaMetrics keeps new rows in memory for seconds: 1.79 wrote them within ~9 s here).
+pub const DURABLE_AFTER: Duration = Duration::from_secs(30);
+/// How often the engine's start time is looked at while pushing.
+pub const EPOCH_CHECK: Duration = Duration::from_secs(2);
 
 /// Where to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,10 +78,6 @@ impl VmTarget {
     pub fn import_url(&self) -> String {
         format!("{}/api/v1/import/prometheus", self.base)
     }
-
-    pub fn flush_url(&self) -> String {
-        format!("{}/internal/force_flush", self.base)
-    }
 }
 
 /// Why a push did not go through.
@@ -84,8 +91,29 @@ pub enum PushError {
         status: u16,
         body: String,
     },
+    #[error("{url}: {msg}")]
+    Answer { url: String, msg: String },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The engine's identity over time: a restart changes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Epoch {
+    /// `vm_app_start_timestamp` (seconds).
+    pub start: f64,
+    /// `vm_app_uptime_seconds` when read.
+    pub uptime: f64,
+    /// When it was read.
+    pub at: Instant,
+}
+
+impl Epoch {
+    /// True when `later` is another run of the engine than `self`.
+    pub fn restarted(&self, later: &Epoch) -> bool {
+        let elapsed = later.at.saturating_duration_since(self.at).as_secs_f64();
+        later.start != self.start || later.uptime + 1.5 < self.uptime + elapsed
+    }
 }
 
 /// An HTTP client for one target.
@@ -93,8 +121,43 @@ pub enum PushError {
 pub struct Pusher {
     pub target: VmTarget,
     agent: ureq::Agent,
-    /// Ask VictoriaMetrics to flush to disk before the cursor moves.
-    pub flush: bool,
+}
+
+fn read_body(
+    url: &str,
+    r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    limit: u64,
+) -> Result<String, PushError> {
+    let mut resp = r.map_err(|source| PushError::Http {
+        url: url.to_string(),
+        source,
+    })?;
+    let status = resp.status().as_u16();
+    let body = resp.body_mut().with_config().limit(limit).read_to_string();
+    if (200..300).contains(&status) {
+        return body.map_err(|source| PushError::Http {
+            url: url.to_string(),
+            source,
+        });
+    }
+    Err(PushError::Status {
+        url: url.to_string(),
+        status,
+        body: body.unwrap_or_default().trim().chars().take(300).collect(),
+    })
+}
+
+/// Percent-encodes a query parameter value.
+fn query_escape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() * 3);
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 impl Pusher {
@@ -104,55 +167,130 @@ impl Pusher {
             .http_status_as_error(false)
             .build()
             .into();
-        Pusher {
-            target,
-            agent,
-            flush: true,
-        }
+        Pusher { target, agent }
     }
 
-    fn check(
-        url: &str,
-        r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<(), PushError> {
-        let mut resp = r.map_err(|source| PushError::Http {
-            url: url.to_string(),
-            source,
-        })?;
-        let status = resp.status().as_u16();
-        if (200..300).contains(&status) {
-            // Drain the (empty) body so the connection is reused.
-            let _ = resp.body_mut().read_to_string();
-            return Ok(());
-        }
-        let body = resp
-            .body_mut()
-            .with_config()
-            .limit(4096)
-            .read_to_string()
-            .unwrap_or_default();
-        Err(PushError::Status {
-            url: url.to_string(),
-            status,
-            body: body.trim().chars().take(300).collect(),
-        })
-    }
-
-    /// POSTs Prometheus text lines; then, with `flush`, asks for a flush to disk.
-    pub fn push(&self, body: &[u8]) -> Result<(), PushError> {
+    /// POSTs Prometheus text lines.
+    pub fn import(&self, body: &[u8]) -> Result<(), PushError> {
         let url = self.target.import_url();
-        Self::check(
-            &url,
-            self.agent
-                .post(&url)
-                .header("Content-Type", "text/plain")
-                .send(body),
-        )?;
-        if self.flush {
-            let url = self.target.flush_url();
-            Self::check(&url, self.agent.get(&url).call())?;
+        let r = self
+            .agent
+            .post(&url)
+            .header("Content-Type", "text/plain")
+            .send(body);
+        read_body(&url, r, 1 << 16).map(|_| ())
+    }
+
+    /// Makes what the engine received visible to queries (`/internal/force_flush`).
+    pub fn force_flush(&self) -> Result<(), PushError> {
+        let url = format!("{}/internal/force_flush", self.target.base);
+        read_body(&url, self.agent.get(&url).call(), 1 << 16).map(|_| ())
+    }
+
+    /// The engine's start time and uptime, from its `/metrics`.
+    pub fn epoch(&self) -> Result<Epoch, PushError> {
+        let url = format!("{}/metrics", self.target.base);
+        let text = read_body(&url, self.agent.get(&url).call(), 64 << 20)?;
+        let at = Instant::now();
+        let find = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        };
+        match (
+            find("vm_app_start_timestamp").or_else(|| find("process_start_time_seconds")),
+            find("vm_app_uptime_seconds"),
+        ) {
+            (Some(start), uptime) => Ok(Epoch {
+                start,
+                uptime: uptime.unwrap_or(0.0),
+                at,
+            }),
+            _ => Err(PushError::Answer {
+                url,
+                msg: "no vm_app_start_timestamp in /metrics: is this VictoriaMetrics?".into(),
+            }),
         }
-        Ok(())
+    }
+
+    /// The points the engine holds for `host` between the two times (ms, inclusive), as
+    /// (series key, timestamp ms); see [`series_key`].
+    pub fn existing(
+        &self,
+        host: &str,
+        from_ms: u64,
+        to_ms: u64,
+    ) -> Result<HashSet<(String, u64)>, PushError> {
+        let esc = host.replace('\\', "\\\\").replace('"', "\\\"");
+        let sel = format!("{{__name__=~\"nasprobe_.+\",host=\"{esc}\"}}");
+        let url = format!(
+            "{}/api/v1/export?match[]={}&start={}&end={}",
+            self.target.base,
+            query_escape(&sel),
+            from_ms.saturating_sub(1000) / 1000,
+            to_ms / 1000 + 1
+        );
+        let text = read_body(&url, self.agent.get(&url).call(), 1 << 30)?;
+        let mut out = HashSet::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| PushError::Answer {
+                    url: url.clone(),
+                    msg: format!("export line does not parse: {e}"),
+                })?;
+            let Some(metric) = v["metric"].as_object() else {
+                continue;
+            };
+            let name = metric
+                .get("__name__")
+                .and_then(|n| n.as_str())
+                .unwrap_or("");
+            let labels: Vec<(&str, &str)> = metric
+                .iter()
+                .filter(|(k, _)| *k != "__name__")
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
+                .collect();
+            let key = series_key(name, &labels);
+            for t in v["timestamps"].as_array().into_iter().flatten() {
+                if let Some(t) = t.as_u64() {
+                    out.insert((key.clone(), t));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A series as a string: the name, then the non-empty labels sorted by key.
+pub fn series_key(name: &str, labels: &[(&str, &str)]) -> String {
+    let mut l: Vec<&(&str, &str)> = labels.iter().filter(|(_, v)| !v.is_empty()).collect();
+    l.sort();
+    let mut s = String::with_capacity(64);
+    s.push_str(name);
+    for (k, v) in l {
+        s.push('\u{1f}');
+        s.push_str(k);
+        s.push('=');
+        s.push_str(v);
+    }
+    s
+}
+
+/// Writes lines, leaving out the points the engine already holds.
+struct Filtered<'a> {
+    lines: PromLines,
+    have: Option<&'a HashSet<(String, u64)>>,
+    skipped: u64,
+}
+
+impl Sink for Filtered<'_> {
+    fn point(&mut self, m: &'static Metric, labels: &[(&'static str, &str)], value: f64, ts: u64) {
+        if let Some(have) = self.have
+            && have.contains(&(series_key(m.name, labels), ts))
+        {
+            self.skipped += 1;
+            return;
+        }
+        self.lines.point(m, labels, value, ts);
     }
 }
 
@@ -161,84 +299,244 @@ impl Pusher {
 pub struct BatchStats {
     pub samples: u64,
     pub events: u64,
+    /// Points sent.
     pub lines: u64,
+    /// Points left out because the engine already held them.
+    pub skipped: u64,
     pub bytes: u64,
 }
 
-/// Instances by row, reloaded when a record names one not known yet.
-#[derive(Default)]
-pub struct Instances(HashMap<i64, ExportInstance>);
+/// The exporter's state between batches (lives with its store connection).
+pub struct ExportState {
+    instances: HashMap<i64, ExportInstance>,
+    /// Sure and acknowledged cursors per instance (as in the store).
+    cursors: HashMap<i64, ExportCursor>,
+    /// Where the next batch starts (the acknowledged cursor, or the sure one after a restart).
+    next: HashMap<i64, u64>,
+    /// Records up to these seqs may already be in the engine: check before sending.
+    check_upto: HashMap<i64, u64>,
+    /// Check the whole next batch (it may have been half ingested by a failed push).
+    check_next: bool,
+    /// Acknowledged batches not yet sure: (when, cursors after it).
+    pending: VecDeque<(Instant, Vec<(i64, u64)>)>,
+    epoch: Option<Epoch>,
+    durable_after: Duration,
+}
 
-impl Instances {
-    fn get(&mut self, store: &Store, row: i64) -> Result<Option<&ExportInstance>, StoreError> {
-        if !self.0.contains_key(&row) {
-            self.0 = store
+impl ExportState {
+    /// Reads the cursors of `pusher`'s target: everything after the sure cursor is sent, what
+    /// was acknowledged before is checked against the engine first.
+    pub fn load(store: &Store, key: &str) -> Result<ExportState, StoreError> {
+        let cursors = store.export_cursor(key)?;
+        Ok(ExportState {
+            instances: HashMap::new(),
+            next: cursors.iter().map(|(i, c)| (*i, c.seq)).collect(),
+            check_upto: cursors
+                .iter()
+                .filter(|(_, c)| c.acked > c.seq)
+                .map(|(i, c)| (*i, c.acked))
+                .collect(),
+            cursors,
+            check_next: true,
+            pending: VecDeque::new(),
+            epoch: None,
+            durable_after: DURABLE_AFTER,
+        })
+    }
+
+    /// Changes how long an acknowledged batch waits to be sure (tests).
+    pub fn set_durable_after(&mut self, d: Duration) {
+        self.durable_after = d;
+    }
+
+    fn instance(&mut self, store: &Store, row: i64) -> Result<Option<&ExportInstance>, StoreError> {
+        if !self.instances.contains_key(&row) {
+            self.instances = store
                 .export_instances()?
                 .into_iter()
                 .map(|i| (i.row, i))
                 .collect();
         }
-        Ok(self.0.get(&row))
+        Ok(self.instances.get(&row))
     }
 
-    /// Forgets everything (the inventory of an instance may have grown).
-    pub fn clear(&mut self) {
-        self.0.clear();
+    /// Looks at the engine's epoch: a restart sends everything after the sure cursors again
+    /// (checked); otherwise batches acknowledged long enough ago become sure.
+    pub fn check_epoch(&mut self, store: &mut Store, pusher: &Pusher) -> Result<(), PushError> {
+        let now = pusher.epoch()?;
+        match self.epoch {
+            Some(prev) if prev.restarted(&now) => {
+                let unsure: u64 = self
+                    .cursors
+                    .values()
+                    .map(|c| c.acked.saturating_sub(c.seq))
+                    .sum();
+                log::warn!(
+                    "export to {}: the engine restarted; re-checking up to {unsure} records it \
+                     acknowledged in the last {}s",
+                    pusher.target.base,
+                    self.durable_after.as_secs()
+                );
+                for (i, c) in &self.cursors {
+                    self.next.insert(*i, c.seq);
+                    if c.acked > c.seq {
+                        self.check_upto.insert(*i, c.acked);
+                    }
+                }
+                self.pending.clear();
+            }
+            Some(_) => {
+                let mut sure: Vec<(i64, ExportCursor)> = Vec::new();
+                while let Some((t, _)) = self.pending.front() {
+                    if now.at.saturating_duration_since(*t) < self.durable_after {
+                        break;
+                    }
+                    let (_, after) = self.pending.pop_front().expect("front exists");
+                    for (i, seq) in after {
+                        let c = self.cursors.entry(i).or_default();
+                        c.seq = c.seq.max(seq);
+                        c.acked = c.acked.max(seq);
+                        sure.retain(|x| x.0 != i);
+                        sure.push((i, *c));
+                    }
+                }
+                if !sure.is_empty() {
+                    store.set_export_cursor(&pusher.target.cursor_key, &sure)?;
+                }
+            }
+            None => {}
+        }
+        self.epoch = Some(now);
+        Ok(())
+    }
+
+    /// True when nothing acknowledged waits to be sure.
+    pub fn all_sure(&self) -> bool {
+        self.pending.is_empty() && self.cursors.values().all(|c| c.acked <= c.seq)
     }
 }
 
-/// Pushes the next batch after the cursors and moves them. `Ok(None)`: nothing is waiting.
+/// Pushes the next batch. `Ok(None)`: nothing is waiting.
 pub fn push_batch(
     store: &mut Store,
     pusher: &Pusher,
-    instances: &mut Instances,
+    st: &mut ExportState,
     max_records: usize,
 ) -> Result<Option<BatchStats>, PushError> {
-    let key = pusher.target.cursor_key.clone();
-    let recs = store.samples_after_cursor(&key, max_records)?;
+    if st
+        .epoch
+        .is_none_or(|e| e.at.elapsed() >= EPOCH_CHECK || st.check_next)
+    {
+        st.check_epoch(store, pusher)?;
+    }
+    let recs = store.records_after(&st.next, max_records)?;
     if recs.is_empty() {
         return Ok(None);
     }
-    instances.clear();
-    let mut lines = PromLines {
-        buf: Vec::with_capacity(BATCH_BYTES + (1 << 16)),
-        lines: 0,
-    };
-    let mut stats = BatchStats::default();
-    let mut cursors: Vec<(i64, u64)> = Vec::new();
-    for r in &recs {
-        if lines.buf.len() >= BATCH_BYTES {
-            break; // records are per-instance prefixes: any prefix of the list is one too
-        }
-        if let Some(inst) = instances.get(store, r.instance)? {
-            if r.is_event {
-                if let Ok(e) = postcard::from_bytes::<Event>(&r.body) {
-                    emit_event(&mut lines, &inst.host, &e, r.time_ms);
-                    stats.events += 1;
+    st.instances.clear(); // the inventory of an instance may have grown
+    let check = st.check_next
+        || recs
+            .iter()
+            .any(|r| st.check_upto.get(&r.instance).is_some_and(|&u| r.seq <= u));
+    let have = if check {
+        pusher.force_flush()?;
+        let mut have = HashSet::new();
+        let mut hosts: Vec<(String, u64, u64)> = Vec::new();
+        for r in &recs {
+            let Some(inst) = st.instance(store, r.instance)? else {
+                continue;
+            };
+            match hosts.iter_mut().find(|h| h.0 == inst.host) {
+                Some(h) => {
+                    h.1 = h.1.min(r.time_ms);
+                    h.2 = h.2.max(r.time_ms);
                 }
-            } else if let Ok(s) = postcard::from_bytes::<Sample>(&r.body) {
-                emit_sample(&mut lines, &inst.host, &inst.hello, &s, r.time_ms);
-                stats.samples += 1;
-            } else {
-                log::warn!(
-                    "export: sample seq {} of instance row {} does not decode; skipped",
-                    r.seq,
-                    r.instance
-                );
+                None => hosts.push((inst.host.clone(), r.time_ms, r.time_ms)),
             }
         }
-        match cursors.last_mut() {
+        for (host, from, to) in hosts {
+            have.extend(pusher.existing(&host, from, to)?);
+        }
+        Some(have)
+    } else {
+        None
+    };
+    let mut out = Filtered {
+        lines: PromLines {
+            buf: Vec::with_capacity(BATCH_BYTES + (1 << 16)),
+            lines: 0,
+        },
+        have: have.as_ref(),
+        skipped: 0,
+    };
+    let mut stats = BatchStats::default();
+    let mut after: Vec<(i64, u64)> = Vec::new();
+    for r in &recs {
+        if out.lines.buf.len() >= BATCH_BYTES {
+            break; // records are per-instance prefixes: any prefix of the list is one too
+        }
+        render(store, st, r, &mut out, &mut stats)?;
+        match after.last_mut() {
             Some((i, s)) if *i == r.instance => *s = r.seq,
-            _ => cursors.push((r.instance, r.seq)),
+            _ => after.push((r.instance, r.seq)),
         }
     }
-    if !lines.buf.is_empty() {
-        pusher.push(&lines.buf)?;
+    if !out.lines.buf.is_empty()
+        && let Err(e) = pusher.import(&out.lines.buf)
+    {
+        st.check_next = true; // it may have been half ingested
+        return Err(e);
     }
-    store.set_export_cursor(&key, &cursors)?;
-    stats.lines = lines.lines as u64;
-    stats.bytes = lines.buf.len() as u64;
+    // Acknowledged: record it, then move on.
+    let acked: Vec<(i64, ExportCursor)> = after
+        .iter()
+        .map(|(i, s)| {
+            let c = st.cursors.entry(*i).or_default();
+            c.acked = c.acked.max(*s);
+            (*i, *c)
+        })
+        .collect();
+    store.set_export_cursor(&pusher.target.cursor_key, &acked)?;
+    for (i, s) in &after {
+        st.next.insert(*i, *s);
+        if st.check_upto.get(i).is_some_and(|u| u <= s) {
+            st.check_upto.remove(i);
+        }
+    }
+    st.pending.push_back((Instant::now(), after));
+    st.check_next = false;
+    stats.lines = out.lines.lines as u64;
+    stats.skipped = out.skipped;
+    stats.bytes = out.lines.buf.len() as u64;
     Ok(Some(stats))
+}
+
+fn render(
+    store: &Store,
+    st: &mut ExportState,
+    r: &ExportRecord,
+    out: &mut Filtered<'_>,
+    stats: &mut BatchStats,
+) -> Result<(), StoreError> {
+    let Some(inst) = st.instance(store, r.instance)? else {
+        return Ok(());
+    };
+    if r.is_event {
+        if let Ok(e) = postcard::from_bytes::<Event>(&r.body) {
+            emit_event(out, &inst.host, &e, r.time_ms);
+            stats.events += 1;
+        }
+    } else if let Ok(s) = postcard::from_bytes::<Sample>(&r.body) {
+        emit_sample(out, &inst.host, &inst.hello, &s, r.time_ms);
+        stats.samples += 1;
+    } else {
+        log::warn!(
+            "export: sample seq {} of instance row {} does not decode; skipped",
+            r.seq,
+            r.instance
+        );
+    }
+    Ok(())
 }
 
 /// Totals of an exporter, shared with whoever started it.
@@ -247,6 +545,7 @@ pub struct ExportLive {
     pub samples: AtomicU64,
     pub events: AtomicU64,
     pub lines: AtomicU64,
+    pub skipped: AtomicU64,
     pub batches: AtomicU64,
     pub failures: AtomicU64,
     /// True while everything stored has been pushed (as of the last look).
@@ -284,13 +583,14 @@ impl Exporter {
     /// Starts pushing the store at `db` to `pusher`'s target.
     pub fn start(db: PathBuf, pusher: Pusher, opts: ExportOptions) -> anyhow::Result<Exporter> {
         let store = Store::open(&db)?;
+        let state = ExportState::load(&store, &pusher.target.cursor_key)?;
         let live = Arc::new(ExportLive::default());
         let stop = Arc::new(AtomicBool::new(false));
         let (l2, s2) = (live.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("export-vm".into())
             .stack_size(16 << 20)
-            .spawn(move || smol::block_on(run(store, pusher, opts, l2, s2)))?;
+            .spawn(move || smol::block_on(run(store, state, pusher, opts, l2, s2)))?;
         Ok(Exporter {
             live,
             stop,
@@ -309,13 +609,14 @@ impl Exporter {
 
 async fn run(
     store: Store,
+    state: ExportState,
     pusher: Pusher,
     opts: ExportOptions,
     live: Arc<ExportLive>,
     stop: Arc<AtomicBool>,
 ) {
     let url = pusher.target.base.clone();
-    let mut state = Some((store, Instances::default()));
+    let mut held = Some((store, state));
     let mut wait = Duration::from_millis(250);
     let mut last_error: Option<String> = None;
     let mut stop_at: Option<Instant> = None;
@@ -323,20 +624,21 @@ async fn run(
         if stop.load(Ordering::SeqCst) && stop_at.is_none() {
             stop_at = Some(Instant::now() + opts.drain);
         }
-        let (mut store, mut inst) = state.take().expect("state is put back");
+        let (mut store, mut st) = held.take().expect("state is put back");
         let p = pusher.clone();
         let n = opts.batch_records;
-        let (s, i, r) = smol::unblock(move || {
-            let r = push_batch(&mut store, &p, &mut inst, n);
-            (store, inst, r)
+        let (s, t, r) = smol::unblock(move || {
+            let r = push_batch(&mut store, &p, &mut st, n);
+            (store, st, r)
         })
         .await;
-        state = Some((s, i));
+        held = Some((s, t));
         let pause = match r {
             Ok(Some(b)) => {
                 live.samples.fetch_add(b.samples, Ordering::Relaxed);
                 live.events.fetch_add(b.events, Ordering::Relaxed);
                 live.lines.fetch_add(b.lines, Ordering::Relaxed);
+                live.skipped.fetch_add(b.skipped, Ordering::Relaxed);
                 live.batches.fetch_add(1, Ordering::Relaxed);
                 live.caught_up.store(false, Ordering::Relaxed);
                 if last_error.take().is_some() {
@@ -364,7 +666,7 @@ async fn run(
                     last_error = Some(msg);
                 }
                 let w = wait;
-                wait = (wait * 2).min(Duration::from_secs(10));
+                wait = (wait * 2).min(Duration::from_secs(5));
                 w
             }
         };
@@ -391,24 +693,57 @@ async fn run(
 }
 
 /// Pushes everything waiting for `pusher`'s target and returns (totals, seconds taken).
-/// Fails on the first error (the cursor keeps what went through).
+/// Fails on the first error (the cursors keep what went through).
 pub fn backfill(
     store: &mut Store,
     pusher: &Pusher,
     batch_records: usize,
     mut progress: impl FnMut(&BatchStats),
 ) -> Result<(BatchStats, f64), PushError> {
+    let mut st = ExportState::load(store, &pusher.target.cursor_key)?;
+    backfill_with(store, pusher, &mut st, batch_records, &mut progress)
+}
+
+/// [`backfill`] with a given state.
+pub fn backfill_with(
+    store: &mut Store,
+    pusher: &Pusher,
+    st: &mut ExportState,
+    batch_records: usize,
+    progress: &mut dyn FnMut(&BatchStats),
+) -> Result<(BatchStats, f64), PushError> {
     let start = Instant::now();
     let mut total = BatchStats::default();
-    let mut inst = Instances::default();
-    while let Some(b) = push_batch(store, pusher, &mut inst, batch_records)? {
+    while let Some(b) = push_batch(store, pusher, st, batch_records)? {
         total.samples += b.samples;
         total.events += b.events;
         total.lines += b.lines;
+        total.skipped += b.skipped;
         total.bytes += b.bytes;
         progress(&total);
     }
     Ok((total, start.elapsed().as_secs_f64()))
+}
+
+/// Waits (looking at the engine every [`EPOCH_CHECK`]) until every acknowledged batch is sure,
+/// for at most `max`. Returns true when all are sure.
+pub fn wait_sure(
+    store: &mut Store,
+    pusher: &Pusher,
+    st: &mut ExportState,
+    max: Duration,
+) -> Result<bool, PushError> {
+    let until = Instant::now() + max;
+    loop {
+        st.check_epoch(store, pusher)?;
+        if st.all_sure() {
+            return Ok(true);
+        }
+        if Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(EPOCH_CHECK.min(until - Instant::now()));
+    }
 }
 
 #[cfg(test)]
@@ -429,5 +764,32 @@ mod tests {
         );
         assert!(VmTarget::parse("https://vm").is_err());
         assert!(VmTarget::parse("http://").is_err());
+    }
+
+    #[test]
+    fn series_keys_ignore_label_order_and_empty_values() {
+        assert_eq!(
+            series_key("m", &[("host", "a"), ("cpu", "0"), ("device", "")]),
+            series_key("m", &[("cpu", "0"), ("host", "a")])
+        );
+        assert_ne!(
+            series_key("m", &[("host", "a")]),
+            series_key("m", &[("host", "b")])
+        );
+    }
+
+    #[test]
+    fn restarts() {
+        let t0 = Instant::now();
+        let e = |start: f64, uptime: f64, after: u64| Epoch {
+            start,
+            uptime,
+            at: t0 + Duration::from_secs(after),
+        };
+        let a = e(100.0, 50.0, 0);
+        assert!(!a.restarted(&e(100.0, 60.0, 10)));
+        assert!(a.restarted(&e(160.0, 0.0, 10)));
+        // Same second, but the uptime went back.
+        assert!(a.restarted(&e(100.0, 1.0, 10)));
     }
 }
