@@ -24,6 +24,9 @@ pub const SWAP_WALL_PAGES_PS: f64 = 256.0;
 pub const FLOW_MIN_BPS: f64 = 1_000_000.0;
 /// Two walls of the same kind whose scores differ by less than this are a tie.
 pub const TIE_MARGIN: f64 = 0.05;
+/// A pegged thread whose process runs on fewer cores than this is the wall even when every
+/// core is busy (the rest of the load is other work; more cores would not speed the thread).
+pub const LONE_THREAD_CORES: f64 = 1.5;
 /// Span of the peak window.
 pub const PEAK_SPAN_MS: f64 = 10_000.0;
 
@@ -64,6 +67,10 @@ pub struct Candidate {
     pub score: f64,
     #[serde(skip)]
     pub wall: bool,
+    /// cpu_thread: the thread's process runs on about one core (its work is that thread), so
+    /// busy cores elsewhere neither slow the thread nor would more cores help it.
+    #[serde(skip)]
+    pub lone: bool,
     #[serde(skip)]
     pub sentence: String,
 }
@@ -247,6 +254,11 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     if let Some((k, t, frac)) = hottest {
         let frac = frac.min(1.0);
         let peak = max(&pick(&t.frac, idx)).unwrap_or(frac).min(1.0);
+        let proc_cores = s
+            .procs
+            .get(&k.process)
+            .and_then(|p| median(&pick(&p.cores, idx)))
+            .unwrap_or(frac);
         let thread_desc = if k.thread == k.process {
             format!("one thread of `{}`", k.process)
         } else {
@@ -260,6 +272,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             utilization: round2(frac),
             score: frac,
             wall: frac >= THREAD_WALL,
+            lone: proc_cores < LONE_THREAD_CORES,
             sentence: format!(
                 "{h}: {thread_desc} (pid {}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
                 t.last_pid,
@@ -290,6 +303,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         utilization: round2(busy),
         score: busy,
         wall: busy >= CPU_ALL_WALL,
+        lone: false,
         sentence: format!(
             "{h}: {cores} cores {} busy together (per core {}-{}), run queue {:.1}",
             pct(busy),
@@ -344,6 +358,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             utilization: round2(util),
             score: util,
             wall: util >= DISK_WALL,
+            lone: false,
             sentence: format!(
                 "{h}: disks at {range} util{md_note}; busiest {name} at {}, await {:.1} ms, queue {:.1}",
                 pct(util),
@@ -397,6 +412,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             utilization: round2(util),
             score: util / NIC_PRACTICAL,
             wall: util >= NIC_WALL,
+            lone: false,
             sentence: format!(
                 "{h}: {name} at {speed_txt}, {} of the link{}",
                 pct(util),
@@ -433,6 +449,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         utilization: round2(if swapping { used_frac.max(0.9) } else { used_frac }),
         score: if swapping { 2.0 } else { 0.0 },
         wall: swapping,
+        lone: false,
         sentence: format!(
             "{h}: memory {} used ({:.0} MiB available{}), swapping {:.0} pages/s ({:.1} MB/s), {:.0} major faults/s, {:.0} allocation stalls/s",
             pct(used_frac),
@@ -462,15 +479,26 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
         .iter()
         .filter(|c| c.wall)
         .filter(|c| {
-            // With every core busy, one busy thread is not the single wall.
+            // With every core busy, one busy thread of parallel work is not the single wall.
             !(c.resource == "cpu_thread"
+                && !c.lone
                 && all
                     .iter()
                     .any(|o| o.host == c.host && o.resource == "cpu_all" && o.wall))
         })
         .collect();
+    // A pegged thread that is its process's whole work binds the flow at that thread's speed:
+    // cores busy with other work (on its host or the other) rank after it.
+    let lone_thread = walls.iter().any(|c| c.resource == "cpu_thread" && c.lone);
+    let rank = |c: &Candidate| {
+        if c.resource == "cpu_all" && lone_thread {
+            c.score - 1.0
+        } else {
+            c.score
+        }
+    };
     let chosen = memory_wall.cloned().or_else(|| {
-        let top = walls.iter().max_by(|a, b| a.score.total_cmp(&b.score))?;
+        let top = walls.iter().max_by(|a, b| rank(a).total_cmp(&rank(b)))?;
         // Both ends of a flow at the same ceiling (ssh encrypting on one side, sshd decrypting
         // on the other): name the receiving end, where the data lands, unless the sender's
         // figure is clearly higher. The other end is reported as also at its ceiling.

@@ -372,6 +372,34 @@ fn both_ends_pinned_names_the_receiver_and_the_sender_as_also_at_its_ceiling() {
 }
 
 #[test]
+fn pegged_ssh_is_the_wall_even_when_other_work_fills_every_core() {
+    // The WD case with the indexers eating the other core: both boxes read 100% busy, ssh on
+    // the sender at 97% of a core is a single-threaded process: it is the wall, not "all cores"
+    // (more cores would not speed it). Seen for real in tests/e2e/real_rsync_ssh.sh on a
+    // machine shared with builds.
+    let src = host_data(&wd("src"), 60, |_| Load {
+        threads: vec![("ssh", "ssh", 4402, 0.97)],
+        background: 1.0,
+        nics: vec![(0, 0.6, 45.0)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let dst = host_data(&wd("dst"), 60, |_| Load {
+        threads: vec![("sshd", "sshd", 4410, 0.16)],
+        background: 1.0,
+        nics: vec![(0, 45.0, 0.6)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let r = json(&[src, dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "cpu_thread", "{b:#}");
+    assert_eq!(b["host"], "src");
+    assert_eq!(b["process"], "ssh");
+    assert!(b["evidence"].to_string().contains("also at its ceiling"), "{b:#}");
+}
+
+#[test]
 fn disk_bound_behind_md_is_judged_by_members() {
     let dst = host_data(&atom("dst"), 120, |_| Load {
         threads: vec![("smbd", "smbd", 500, 0.3)],
