@@ -1,5 +1,7 @@
 # Shared helpers for the scripts in scripts/. Source it; do not run it.
 # shellcheck shell=bash
+# Variables here are used by the scripts that source this file; commas in -Z/-Wl flags are meant.
+# shellcheck disable=SC2034,SC2054
 
 # Repository root (the folder holding this scripts/ folder).
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
