@@ -3,7 +3,8 @@
 //!     cargo run -p nasprobe-analysis --example html_demo -- report.html [--7d]
 //!
 //! `--7d` renders seven days at one sample a minute instead of ten minutes at 1 Hz. Used by
-//! tests/e2e/report_html.sh until `nasprobe report --html FILE` serves the same purpose.
+//! tests/e2e/report_html.sh for the week-long page (the ten-minute page there is a real
+//! recording rendered by `nasprobe report --html FILE`).
 
 #[path = "../tests/html_scenario/mod.rs"]
 mod scenario;

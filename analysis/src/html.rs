@@ -255,7 +255,7 @@ fn verdict_section(o: &mut String, r: &Report) {
                 if folded {
                     let _ = write!(
                         o,
-                        "<details class=\"deaths\"><summary>each of the {} deaths, with the minute before it</summary>",
+                        "<details class=\"deaths\"><summary>each of the {} deaths, with the time before it</summary>",
                         p.deaths.len()
                     );
                 }
@@ -277,10 +277,11 @@ fn verdict_section(o: &mut String, r: &Report) {
                     }
                     let _ = write!(
                         o,
-                        "<li>{} pid {} died after {}; the minute before: {}</li>",
+                        "<li>{} pid {} died after {}; the {} before: {}</li>",
                         esc(&d.at.replace('T', " ").replace('Z', "")),
                         d.pid,
                         dur(d.lifetime_s),
+                        crate::text::context_span(d.window_s),
                         esc(&ctx.join(", "))
                     );
                 }

@@ -160,7 +160,9 @@ pub struct DeathContext {
     pub pid: u32,
     pub lifetime_s: f64,
     pub cmdline: String,
-    /// In the minute before the death.
+    /// Seconds before the death the figures below cover: the minute before, or the process's
+    /// life when it was shorter (at least 5 s), so one death's context never holds the last.
+    pub window_s: f64,
     pub tcp_retransmits: f64,
     pub tcp_resets: f64,
     pub tcp_timeouts: f64,
@@ -599,13 +601,20 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
     out
 }
 
+/// The context of a death: the minute before it, shortened to the process's life.
+const DEATH_CONTEXT_MAX_MS: u64 = 60_000;
+const DEATH_CONTEXT_MIN_MS: u64 = 5_000;
+
 fn death_context(
     h: &HostData,
     s: &HostSeries,
     t: u64,
     x: &nasprobe_proto::ProcessExit,
 ) -> DeathContext {
-    let from = t.saturating_sub(60_000);
+    let span = x
+        .lifetime_ms
+        .clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS);
+    let from = t.saturating_sub(span);
     let idx: Vec<usize> = (0..s.points.len())
         .filter(|&i| s.points[i].time_ms >= from && s.points[i].time_ms <= t)
         .collect();
@@ -636,6 +645,7 @@ fn death_context(
         pid: x.process.pid,
         lifetime_s: round2(x.lifetime_ms as f64 / 1000.0),
         cmdline: x.process.cmdline.as_str().into(),
+        window_s: round2(span as f64 / 1000.0),
         tcp_retransmits: sum(&s.tcp.retrans),
         tcp_resets: sum(&s.tcp.resets),
         tcp_timeouts: sum(&s.tcp.timeouts),

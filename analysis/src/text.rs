@@ -44,37 +44,23 @@ pub fn render(r: &Report) -> String {
         }
     };
     let _ = writeln!(o, "{headline}");
-    for e in &b.evidence {
+    // The evidence carries the ruled-out sentences too (for JSON readers): print them apart.
+    for e in b.evidence.iter().filter(|e| !b.ruled_out.contains(e)) {
         let _ = writeln!(o, "  - {e}");
     }
     if !b.would_not_help.is_empty() {
-        let _ = writeln!(o, "Would not help:");
+        let _ = writeln!(o, "\nWould not help:");
         for w in &b.would_not_help {
             let _ = writeln!(o, "  - {w}");
         }
     }
-    for p in &r.patterns {
-        let _ = writeln!(o, "Pattern: {}", p.summary);
-        for d in &p.deaths {
-            let _ = writeln!(
-                o,
-                "  - died {} after {:.0} s (pid {}): minute before: {:.0} TCP retransmits, {:.0} resets, {:.0} timeouts, {:.0} NIC errors, {:.0} drops{}, {:.0} swap pages{}",
-                d.at,
-                d.lifetime_s,
-                d.pid,
-                d.tcp_retransmits,
-                d.tcp_resets,
-                d.tcp_timeouts,
-                d.nic_errors,
-                d.nic_drops,
-                if d.link_down { ", link went down" } else { "" },
-                d.swap_pages,
-                d.process_cpu_cores
-                    .map(|c| format!(", process at {} of a core", pct(c)))
-                    .unwrap_or_default()
-            );
+    if !b.ruled_out.is_empty() {
+        let _ = writeln!(o, "\nRuled out, with headroom:");
+        for e in &b.ruled_out {
+            let _ = writeln!(o, "  - {e}");
         }
     }
+    patterns(&mut o, r);
     for p in &r.progress {
         let _ = writeln!(
             o,
@@ -98,7 +84,14 @@ pub fn render(r: &Report) -> String {
             .cpu
             .hottest_thread
             .as_ref()
-            .map(|t| format!("{}/{} {}", t.process, t.thread, pct(t.core_fraction)))
+            .map(|t| {
+                let name = if t.thread == t.process {
+                    t.process.clone()
+                } else {
+                    format!("{}/{}", t.process, t.thread)
+                };
+                format!("{name} {}", pct(t.core_fraction))
+            })
             .unwrap_or_else(|| "-".into());
         let disk = h
             .disks
@@ -131,6 +124,81 @@ pub fn render(r: &Report) -> String {
             h.memory.available_mib_min
         );
     }
+    gaps(&mut o, r);
+    o
+}
+
+/// The restart patterns, each death with its context.
+fn patterns(o: &mut String, r: &Report) {
+    for p in &r.patterns {
+        let _ = writeln!(o, "\nPattern: {}", p.summary);
+        for d in &p.deaths {
+            let _ = writeln!(
+                o,
+                "  - died {} after {:.0} s (pid {}); in the {} before: {:.0} TCP retransmits, {:.0} resets, {:.0} timeouts, {:.0} NIC errors, {:.0} drops{}, {:.0} swap pages{}",
+                d.at,
+                d.lifetime_s,
+                d.pid,
+                context_span(d.window_s),
+                d.tcp_retransmits,
+                d.tcp_resets,
+                d.tcp_timeouts,
+                d.nic_errors,
+                d.nic_drops,
+                if d.link_down { ", link went down" } else { "" },
+                d.swap_pages,
+                d.process_cpu_cores
+                    .map(|c| format!(", process at {} of a core", pct(c)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// The text of `nasprobe events`: one line per event in time order, then the restart patterns
+/// with the context of each death, then the gaps.
+pub fn render_events(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Window {} .. {} ({} s): {} events",
+        r.window.from,
+        r.window.to,
+        r.window.seconds,
+        r.events.len()
+    );
+    for e in &r.events {
+        let mut line = format!("{} {:<10} {:<13}", e.at, e.host, e.kind);
+        if let Some(p) = &e.process {
+            let _ = write!(line, " {p}");
+        }
+        if let Some(pid) = e.pid {
+            let _ = write!(line, " [{pid}]");
+        }
+        if let Some(d) = &e.device {
+            let _ = write!(line, " {d}");
+        }
+        if let Some(l) = e.lifetime_s {
+            let _ = write!(line, " after {l:.0} s");
+        }
+        if let Some(cpu) = e.cpu_s {
+            let _ = write!(line, ", {cpu:.1} s CPU");
+        }
+        if let Some(d) = &e.detail {
+            let _ = write!(line, " {d}");
+        }
+        if let Some(cmd) = e.cmdline.as_deref().filter(|c| !c.is_empty()) {
+            let _ = write!(line, ": {cmd}");
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    patterns(&mut o, r);
+    gaps(&mut o, r);
+    o
+}
+
+/// The gaps: data known to be missing.
+fn gaps(o: &mut String, r: &Report) {
     if !r.gaps.is_empty() {
         let _ = writeln!(o, "\nGaps (data known to be missing):");
         for g in &r.gaps {
@@ -147,5 +215,13 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
-    o
+}
+
+/// "minute" for the full minute, else "12 s".
+pub fn context_span(window_s: f64) -> String {
+    if window_s >= 59.5 {
+        "minute".into()
+    } else {
+        format!("{window_s:.0} s")
+    }
 }

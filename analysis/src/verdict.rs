@@ -274,8 +274,12 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             wall: frac >= THREAD_WALL,
             lone: proc_cores < LONE_THREAD_CORES,
             sentence: format!(
-                "{h}: {thread_desc} (pid {}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
-                t.last_pid,
+                "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
+                if t.last_tid != 0 && t.last_tid != t.last_pid {
+                    format!("pid {}, tid {}", t.last_pid, t.last_tid)
+                } else {
+                    format!("pid {}", t.last_pid)
+                },
                 pct(frac),
                 pct(peak),
                 pct(busy)

@@ -167,87 +167,8 @@ pub fn events(c: &Common, since: Option<Duration>, json_out: bool) -> anyhow::Re
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    print!("{}", events_text(&r));
+    print!("{}", nasprobe_analysis::text::render_events(&r));
     Ok(())
-}
-
-/// The text of `nasprobe events`: one line per event, then the patterns and gaps.
-pub fn events_text(r: &Report) -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "Window {} .. {} ({} s): {} events",
-        r.window.from,
-        r.window.to,
-        r.window.seconds,
-        r.events.len()
-    );
-    for e in &r.events {
-        let mut line = format!("{} {:<10} {:<13}", e.at, e.host, e.kind);
-        if let Some(p) = &e.process {
-            let _ = write!(line, " {p}");
-        }
-        if let Some(pid) = e.pid {
-            let _ = write!(line, " [{pid}]");
-        }
-        if let Some(d) = &e.device {
-            let _ = write!(line, " {d}");
-        }
-        if let Some(l) = e.lifetime_s {
-            let _ = write!(line, " after {l:.0} s");
-        }
-        if let Some(cpu) = e.cpu_s {
-            let _ = write!(line, ", {cpu:.1} s CPU");
-        }
-        if let Some(d) = &e.detail {
-            let _ = write!(line, " {d}");
-        }
-        if let Some(cmd) = e.cmdline.as_deref().filter(|c| !c.is_empty()) {
-            let _ = write!(line, ": {cmd}");
-        }
-        let _ = writeln!(o, "{}", line.trim_end());
-    }
-    for p in &r.patterns {
-        let _ = writeln!(o, "\nPattern: {}", p.summary);
-        for d in &p.deaths {
-            let _ = writeln!(
-                o,
-                "  - died {} after {:.0} s (pid {}): in the minute before: {:.0} TCP retransmits, \
-                 {:.0} resets, {:.0} timeouts, {:.0} NIC errors, {:.0} drops{}, {:.0} swap pages{}",
-                d.at,
-                d.lifetime_s,
-                d.pid,
-                d.tcp_retransmits,
-                d.tcp_resets,
-                d.tcp_timeouts,
-                d.nic_errors,
-                d.nic_drops,
-                if d.link_down { ", link went down" } else { "" },
-                d.swap_pages,
-                d.process_cpu_cores
-                    .map(|c| format!(", process at {:.0}% of a core", c * 100.0))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    if !r.gaps.is_empty() {
-        let _ = writeln!(o, "\nGaps (data known to be missing):");
-        for g in &r.gaps {
-            let _ = writeln!(
-                o,
-                "  - {} {} .. {}{}: {}",
-                g.host,
-                g.from,
-                g.to,
-                g.samples
-                    .map(|n| format!(" ({n} samples)"))
-                    .unwrap_or_default(),
-                g.reason
-            );
-        }
-    }
-    o
 }
 
 pub fn check(c: &Common) -> anyhow::Result<()> {

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# End-to-end test of the HTML report: render a report, open it in headless Chromium (Debian's
-# `chromium`, no network: background networking, sync, component updates and QUIC are off), take
-# screenshots in light and dark mode and check they are not blank, dump the DOM and check it holds
-# one chart per resource per host and the verdict text. Also renders seven days of data and checks
-# the file stays small and every event is still listed.
+# End-to-end test of the HTML report: record the synology-replication scenario through real
+# programs (scenario trees, two nasprobe-agents, nasprobe record; tests/e2e/verdict_lib.sh), render
+# it with `nasprobe report --html`, open it in headless Chromium (Debian's `chromium`, no network:
+# background networking, sync, component updates and QUIC are off), take screenshots in light and
+# dark mode and check they are not blank, dump the DOM and check it holds one chart per resource
+# per host and the verdict text. Also renders seven days of synthetic data (the analysis crate's
+# html_demo example: a week cannot be recorded in a test) and checks the file stays small and
+# every event is still listed.
 #
 #   tests/e2e/report_html.sh                      run the checks
 #   NASPROBE_SAVE_SCREENSHOT=1 tests/e2e/report_html.sh
 #                                                 also write docs/img/report.png (< 300 KB)
+#   NASPROBE_BIN_DIR=DIR ...                      nasprobe, nasprobe-agent, nasprobe-scenario
+#                                                 from DIR, no build
+#   NASPROBE_RECORD=60s ...                       how long to record the scenario (default 60s)
 #   NASPROBE_KEEP=1 ...                           keep the temporary folder (printed)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -20,6 +26,7 @@ fail() {
 
 TMP="$(mktemp -d /tmp/nasprobe-html.XXXXXX)"
 cleanup() {
+    [[ -d $TMP/scenario ]] && vr_stop "$TMP/scenario"
     if [[ -n ${NASPROBE_KEEP:-} ]]; then
         say "kept $TMP"
     else
@@ -34,9 +41,30 @@ EXPECT_VERDICT="The wall is on dst: one thread of synoreplicad"
 RESOURCES="throughput cpu disk memory bottleneck"
 
 # --- render a report to $1 ($2 = --7d for seven days of data) ------------------------------
-# Switch to the collector with one line, once it has `report --html`:
-#   render_report() { nasprobe report --db "$DB" --html "$1"; }
-render_report() { cargo run -q -p nasprobe-analysis --example html_demo -- "$@"; }
+# Ten minutes -> a real recording of the field's first case through the collector; --7d -> the
+# synthetic week of the analysis crate's example.
+render_report() {
+    if [[ ${2:-} == --7d ]]; then
+        cargo run -q -p nasprobe-analysis --example html_demo -- "$@"
+        return
+    fi
+    local dir="$TMP/scenario"
+    if [[ ! -f $dir/nasprobe.db ]]; then
+        if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
+            cargo build -q -p nasprobe -p nasprobe-agent -p nasprobe-testkit
+        fi
+        local bin="${NASPROBE_BIN_DIR:-${CARGO_TARGET_DIR:-$REPO/target}/debug}"
+        NP="$bin/nasprobe" AGENT="$bin/nasprobe-agent" SCEN="$bin/nasprobe-scenario"
+        say "recording synology-replication for ${NASPROBE_RECORD:-60s}"
+        # Agents at 1 s (the default on a NAS: the 100 ms tree steps are 10% of an interval, not
+        # 50%); btrfs send restarts every 12 s so that one minute shows several of them.
+        VR_INTERVAL=1000 vr_record synology-replication "$dir" "${NASPROBE_RECORD:-60s}" \
+            --restart-every 12 || fail "recording the scenario: $(cat "$dir/result")"
+    fi
+    "$NP" --db "$dir/nasprobe.db" report --html "$1" >"$TMP/report.txt"
+}
+# shellcheck source=tests/e2e/verdict_lib.sh
+source "$REPO/tests/e2e/verdict_lib.sh"
 
 # --- chromium ------------------------------------------------------------------------------
 if ! command -v chromium >/dev/null; then

@@ -44,6 +44,8 @@ AGENT="$BIN/nasprobe-agent"
 SCEN="$BIN/nasprobe-scenario"
 for b in "$NP" "$AGENT" "$SCEN"; do [[ -x $b ]] || fail "missing $b"; done
 command -v python3 >/dev/null || fail "python3 missing"
+# shellcheck source=tests/e2e/verdict_lib.sh
+source "$REPO/tests/e2e/verdict_lib.sh"
 
 RECORD="${NASPROBE_RECORD:-12s}"
 PARALLEL="${NASPROBE_PARALLEL:-4}"
@@ -56,19 +58,12 @@ BASE_TMP=/tmp
 [[ -d /dev/shm && -w /dev/shm ]] && BASE_TMP=/dev/shm
 TMP="$(mktemp -d "$BASE_TMP/nasprobe-verdict.XXXXXX")"
 cleanup() {
-    # Every process this script started is in its own process group (see run_one).
-    for f in "$TMP"/*/pids; do
-        [[ -f $f ]] || continue
-        while read -r p; do kill "$p" 2>/dev/null || true; done <"$f"
-    done
+    local d
+    for d in "$TMP"/*/; do vr_stop "$d"; done
     wait 2>/dev/null || true
     if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # The assertions on one scenario's report (argv: scenario, report.json).
 cat >"$TMP/check.py" <<'PY'
@@ -154,42 +149,8 @@ PY
 # Runs one scenario; writes $TMP/NAME/result (ok / failure text).
 run_one() {
     local name=$1 dir="$TMP/$1"
-    mkdir -p "$dir"
-    : >"$dir/pids"
-    local tok="$dir/token" db="$dir/nasprobe.db"
-    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tok"
-    chmod 600 "$tok"
-    "$SCEN" run --builtin "$name" --out "$dir/tree" --tick-ms 100 >"$dir/scenario.out" \
-        2>"$dir/scenario.err" &
-    echo $! >>"$dir/pids"
-    local i
-    for i in $(seq 1 100); do
-        grep -q '^ready' "$dir/scenario.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    grep -q '^ready' "$dir/scenario.out" || {
-        echo "scenario generator not ready: $(cat "$dir/scenario.err")" >"$dir/result"
-        return
-    }
-    local hosts=() line host proc sys port
-    while read -r line; do
-        [[ $line == host=* ]] || continue
-        host=$(sed -E 's/.*host=([^ ]+).*/\1/' <<<"$line")
-        proc=$(sed -E 's/.*proc=([^ ]+).*/\1/' <<<"$line")
-        sys=$(sed -E 's/.*sys=([^ ]+).*/\1/' <<<"$line")
-        port=$(free_port)
-        "$AGENT" --listen "127.0.0.1:$port" --token-file "$tok" --interval 200 --name "$host" \
-            --proc-root "$proc" --sys-root "$sys" --log-file "$dir/agent-$host.log" &
-        echo $! >>"$dir/pids"
-        hosts+=("$host=127.0.0.1:$port")
-    done <"$dir/scenario.out"
-    sleep 0.3
-    if ! "$NP" --db "$db" --token-file "$tok" --hosts-file "$dir/hosts" record \
-        --duration "$RECORD" "${hosts[@]}" 2>"$dir/record.log"; then
-        echo "record failed: $(cat "$dir/record.log")" >"$dir/result"
-        return
-    fi
-    while read -r p; do kill "$p" 2>/dev/null || true; done <"$dir/pids"
+    vr_record "$name" "$dir" "$RECORD" || return 0
+    local db="$dir/nasprobe.db"
     if ! "$NP" --db "$db" report --json >"$dir/report.json" 2>"$dir/report.err"; then
         echo "report --json failed: $(cat "$dir/report.err")" >"$dir/result"
         return
