@@ -20,6 +20,14 @@ pub const NIC_WALL: f64 = 0.80;
 pub const NIC_PRACTICAL: f64 = 0.94;
 /// Swapping (pages in + out per second, sustained) that stalls work.
 pub const SWAP_WALL_PAGES_PS: f64 = 256.0;
+/// Swapping this hard (pages in + out per second: 4 MiB/s of 4 KiB pages) or with this many
+/// allocation stalls per second is a storm: everything else on the host is its symptom.
+pub const SWAP_STORM_PAGES_PS: f64 = 1024.0;
+pub const STORM_STALLS_PS: f64 = 10.0;
+const MEMORY_STORM_SCORE: f64 = 2.0;
+/// A link negotiated below gigabit is the wall from this share of its speed on (nothing else
+/// explains a flow that fills most of a slow link).
+pub const NIC_SLOW_LINK_WALL: f64 = 0.6;
 /// Below this a host carries no transfer (bytes/s).
 pub const FLOW_MIN_BPS: f64 = 1_000_000.0;
 /// Two walls of the same kind whose scores differ by less than this are a tie.
@@ -119,8 +127,15 @@ pub fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
             if is_virtual_nic(name) || n.is_bond {
                 continue;
             }
-            let tx = mean(&n.tx_bps).unwrap_or(0.0);
-            let rx = mean(&n.rx_bps).unwrap_or(0.0);
+            // A bridge or virtual switch over the physical NIC (br0, ovs_eth0, qvs0) carries
+            // the same bytes with no link speed: the physical NIC wins a near tie.
+            let known = if median(&n.speed_bps).unwrap_or(0.0) > 0.0 {
+                1.0
+            } else {
+                0.95
+            };
+            let tx = mean(&n.tx_bps).unwrap_or(0.0) * known;
+            let rx = mean(&n.rx_bps).unwrap_or(0.0) * known;
             if best_tx.as_ref().is_none_or(|b| tx > b.2) {
                 best_tx = Some((h, name.clone(), tx));
             }
@@ -415,7 +430,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             process: None,
             utilization: round2(util),
             score: util / NIC_PRACTICAL,
-            wall: util >= NIC_WALL,
+            wall: util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL),
             lone: false,
             sentence: format!(
                 "{h}: {name} at {speed_txt}, {} of the link{}",
@@ -445,13 +460,22 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         0.0
     };
     let swapping = swap_ps >= SWAP_WALL_PAGES_PS || (stalls > 0.0 && swap_ps > 0.0);
+    let storm = swap_ps >= SWAP_STORM_PAGES_PS || (stalls >= STORM_STALLS_PS && swap_ps > 0.0);
     out.push(Candidate {
         host: h.clone(),
         resource: "memory",
         device: None,
         process: None,
         utilization: round2(if swapping { used_frac.max(0.9) } else { used_frac }),
-        score: if swapping { 2.0 } else { 0.0 },
+        // A storm beats every other wall; light swapping ranks just above the thresholds of
+        // the others, so a thread or disk clearly at its ceiling is still named first.
+        score: if storm {
+            MEMORY_STORM_SCORE
+        } else if swapping {
+            0.86 + 0.08 * (swap_ps / SWAP_STORM_PAGES_PS).min(1.0)
+        } else {
+            0.0
+        },
         wall: swapping,
         lone: false,
         sentence: format!(
@@ -474,11 +498,12 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
 
 /// Names the wall among all hosts' candidates.
 pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
-    // A swap storm stalls everything; its disk and CPU load are symptoms.
+    // A swap storm stalls everything; its disk and CPU load are symptoms. Lighter swapping
+    // competes with the other walls on its score.
     let memory_wall = all
         .iter()
-        .filter(|c| c.resource == "memory" && c.wall)
-        .max_by(|a, b| a.utilization.total_cmp(&b.utilization));
+        .filter(|c| c.resource == "memory" && c.wall && c.score >= MEMORY_STORM_SCORE)
+        .max_by(|a, b| a.score.total_cmp(&b.score));
     let walls: Vec<&Candidate> = all
         .iter()
         .filter(|c| c.wall)

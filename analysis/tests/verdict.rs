@@ -396,7 +396,82 @@ fn pegged_ssh_is_the_wall_even_when_other_work_fills_every_core() {
     assert_eq!(b["resource"], "cpu_thread", "{b:#}");
     assert_eq!(b["host"], "src");
     assert_eq!(b["process"], "ssh");
-    assert!(b["evidence"].to_string().contains("also at its ceiling"), "{b:#}");
+    assert!(
+        b["evidence"].to_string().contains("also at its ceiling"),
+        "{b:#}"
+    );
+}
+
+#[test]
+fn light_swapping_does_not_hide_a_pegged_thread_but_a_storm_does() {
+    let load = |swap: u32, stalls: u32| {
+        move |_| Load {
+            threads: vec![("synoreplicad", "synoreplicad", 8123, 0.96)],
+            nics: vec![(0, 97.0, 1.7)],
+            swap_pages_ps: swap,
+            alloc_stalls_ps: stalls,
+            avail_kib: 60_000,
+            ..Default::default()
+        }
+    };
+    let r = json(&[host_data(&atom("dst"), 60, load(300, 0))]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "cpu_thread", "{b:#}");
+    assert!(b["evidence"].to_string().contains("swapping 300"), "{b:#}");
+    let r = json(&[host_data(&atom("dst"), 60, load(300, 0))]);
+    assert_eq!(r["bottleneck"]["process"], "synoreplicad");
+    // Light swapping alone is still named.
+    let r = json(&[host_data(&atom("dst"), 60, |_| Load {
+        nics: vec![(0, 20.0, 0.1)],
+        swap_pages_ps: 400,
+        avail_kib: 40_000,
+        ..Default::default()
+    })]);
+    assert_eq!(
+        r["bottleneck"]["resource"], "memory",
+        "{:#}",
+        r["bottleneck"]
+    );
+    // A storm wins over the thread it slows.
+    let r = json(&[host_data(&atom("dst"), 60, load(4000, 0))]);
+    assert_eq!(
+        r["bottleneck"]["resource"], "memory",
+        "{:#}",
+        r["bottleneck"]
+    );
+    let r = json(&[host_data(&atom("dst"), 60, load(300, 40))]);
+    assert_eq!(
+        r["bottleneck"]["resource"], "memory",
+        "{:#}",
+        r["bottleneck"]
+    );
+}
+
+#[test]
+fn slow_link_mostly_full_is_the_wall_and_a_bridge_does_not_hide_the_nic() {
+    let mut h = atom("dst");
+    // br0 over eth0: the same bytes, no link speed; eth0 negotiated at 100 Mb/s.
+    h.nics = vec![("br0", 0), ("eth0", 100)];
+    let dst = host_data(&h, 60, |_| Load {
+        nics: vec![(0, 8.0, 0.2), (1, 8.0, 0.2)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "nic", "{b:#}");
+    assert_eq!(b["device"], "eth0");
+    assert_eq!(r["flow"]["to_device"], "eth0", "{:#}", r["flow"]);
+    assert_eq!(r["flow"]["link_mbit"], 100);
+    // The same 8 MB/s on a gigabit link is nothing.
+    let mut h = atom("dst");
+    h.nics = vec![("eth0", 1000)];
+    let r = json(&[host_data(&h, 60, |_| Load {
+        nics: vec![(0, 8.0, 0.2)],
+        avail_kib: 900_000,
+        ..Default::default()
+    })]);
+    assert_eq!(r["bottleneck"]["resource"], "none", "{:#}", r["bottleneck"]);
 }
 
 #[test]
