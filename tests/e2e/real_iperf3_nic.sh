@@ -113,5 +113,7 @@ done
 ((ok)) || nn_fail "want nic on vsrc/vdst at >= 0.8, got $R_RES $R_HOST $R_DEV $R_UTIL"
 jq '.bottleneck | {resource, host, process, device, utilization, evidence: .evidence[0:3]}' \
     "$T/report.json"
+echo "---- nasprobe report --since ${RECORD_SECONDS}s"
+nn_collector src report --since "${RECORD_SECONDS}s" | sed 's/^/    /'
 nn_log "OK"
 echo "real_iperf3_nic: 1 passed, 0 failed"

@@ -142,9 +142,12 @@ attempt() {
     local n=$1
     rm -f "$T/nasprobe.db" "$T"/nasprobe.db-*
     rm -f "$DEST"/f* "$DEST"/.f* 2>/dev/null || true
-    # dst deletes what has landed, so tmpfs holds at most a file or two.
-    (while sleep 1; do rm -f "$DEST"/f[0-9]*; done) &
+    # dst deletes what has landed, so tmpfs holds at most a file or two. The loop ends with this
+    # script whatever happens (and nn_cleanup kills it).
+    local me=$$
+    (while kill -0 "$me" 2>/dev/null && sleep 1; do rm -f "$DEST"/f[0-9]*; done) &
     local cleaner=$!
+    NN_BG_PIDS+=("$cleaner")
     nn_bg src "$T/rsync.out" "${RT[@]}" rsync -a --whole-file -e "$SSH" "$DATA"/src/ \
         "root@10.251.0.2:$DEST/"
     local rsync_pid=$NN_PID
@@ -158,6 +161,7 @@ attempt() {
     nn_collector src record --duration "${RECORD_SECONDS}s" src=10.251.0.1:7451 \
         dst=10.251.0.2:7451 >"$T/record.log" 2>&1 &
     local rec=$!
+    NN_BG_PIDS+=("$rec")
     sleep 5
     list_threads >"$T/threads"
     # The interval between the snapshots is taken from their middles.
@@ -207,5 +211,7 @@ done
     nn_log "note: the hottest thread was $HOT_COMM on $HOT_HOST, not ssh on src"
 jq '.bottleneck | {resource, host, process, device, utilization, evidence: .evidence[0:3]}' \
     "$T/report.json"
+echo "---- nasprobe report --since ${RECORD_SECONDS}s"
+nn_collector src report --since "${RECORD_SECONDS}s" | sed 's/^/    /'
 nn_log "OK"
 echo "real_rsync_ssh: 1 passed, 0 failed"

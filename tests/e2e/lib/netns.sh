@@ -26,6 +26,7 @@ declare -A NN_NS NN_INIT NN_UNSHARE
 NN_BG_PIDS=()
 NN_ON_FAIL=""   # a function name the cleanup runs first when the script fails
 NN_EXTRA_DIRS=() # more directories the cleanup removes
+NN_OUT="" NN_ERR=""
 
 nn_log() { echo "${NN_TAG}: $*"; }
 nn_fail() {
@@ -36,6 +37,9 @@ nn_fail() {
 nn_setup() {
     NN_TAG=$1
     NN_TMP="$(mktemp -d "/tmp/nasprobe-$NN_TAG.XXXXXX")"
+    # The script's own stdout/stderr, for the cleanup: a signal can arrive while a function's
+    # output is redirected to a file.
+    exec {NN_OUT}>&1 {NN_ERR}>&2
     trap nn_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -46,6 +50,7 @@ nn_cleanup() {
     local rc=$? h p
     trap - EXIT
     set +e # clean up as much as possible, whatever fails
+    [[ -n ${NN_OUT:-} ]] && exec 1>&"$NN_OUT" 2>&"$NN_ERR"
     if ((rc != 0)) && [[ -n $NN_ON_FAIL ]]; then
         "$NN_ON_FAIL" || true
     fi
