@@ -1244,6 +1244,32 @@ impl Store {
         Ok(out)
     }
 
+    /// Raw times of up to `n` records (samples, or events) of `instance` just before `seq`,
+    /// oldest first.
+    pub fn record_times_before(
+        &self,
+        instance: i64,
+        seq: u64,
+        is_event: bool,
+        n: usize,
+    ) -> Result<Vec<u64>, StoreError> {
+        let e = |e| self.err(e);
+        let sql = if is_event {
+            "SELECT time_ms FROM events WHERE instance = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3"
+        } else {
+            "SELECT time_ms FROM samples WHERE instance = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3"
+        };
+        let mut stmt = self.conn.prepare_cached(sql).map_err(e)?;
+        let rows = stmt
+            .query_map(params![instance, seq as i64, n as i64], |r| {
+                r.get::<_, i64>(0).map(|v| v as u64)
+            })
+            .map_err(e)?;
+        let mut v: Vec<u64> = rows.collect::<Result<_, _>>().map_err(e)?;
+        v.reverse();
+        Ok(v)
+    }
+
     /// The newest sample of every host (from its newest instance with samples), with the host.
     pub fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
         let e = |e| self.err(e);

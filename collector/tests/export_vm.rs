@@ -129,6 +129,8 @@ impl Vm {
         ureq::get(&format!("{}/internal/force_flush", self.url()))
             .call()
             .unwrap();
+        // Rows show in queries about 1 s after they were received, even after a flush.
+        std::thread::sleep(vm::VISIBLE_AFTER);
         let text = ureq::get(&format!("{}/api/v1/export", self.url()))
             .query("match[]", selector)
             .query("start", "0")

@@ -250,6 +250,38 @@ impl Sink for Points {
     }
 }
 
+/// Makes the timestamps of an agent instance's samples (and, apart, of its events) strictly
+/// increasing: an agent woken late can stamp two samples with the same millisecond, and two
+/// points of one series at one timestamp are a conflict for Prometheus and a duplicate for
+/// VictoriaMetrics. A record stamped at or before the previous one goes 1 ms after it.
+#[derive(Debug, Default)]
+pub struct Stamper {
+    last: std::collections::HashMap<(i64, bool), u64>,
+}
+
+impl Stamper {
+    /// True when `key` (instance, is_event) was seen or seeded.
+    pub fn knows(&self, key: (i64, bool)) -> bool {
+        self.last.contains_key(&key)
+    }
+
+    /// Replays the raw times of the records just before (oldest first).
+    pub fn seed(&mut self, key: (i64, bool), times: &[u64]) {
+        for t in times {
+            self.stamp(key, *t);
+        }
+        self.last.entry(key).or_insert(0);
+    }
+
+    /// The timestamp to write for a record of `key` stamped `t` by the agent.
+    pub fn stamp(&mut self, key: (i64, bool), t: u64) -> u64 {
+        let l = self.last.entry(key).or_insert(0);
+        let out = if t <= *l && *l > 0 { *l + 1 } else { t };
+        *l = out;
+        out
+    }
+}
+
 /// Writes one point when the value is finite.
 #[inline]
 fn put(

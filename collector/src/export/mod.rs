@@ -19,7 +19,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use crate::cli::Common;
-use metrics::{Sink, emit_event, emit_sample};
+use metrics::{Sink, Stamper, emit_event, emit_sample};
 
 /// Output format of `nasprobe export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -58,17 +58,22 @@ pub fn write_points(
         .iter()
         .filter(|w| hosts.is_empty() || hosts.contains(&w.host))
     {
+        // Timestamps as pushed to VictoriaMetrics: strictly increasing per instance.
+        let mut stamps = Stamper::default();
         let mut events = w.events.iter().peekable();
         for (hello, s, sample) in w.decoded() {
             while let Some(e) = events.next_if(|e| e.time_ms <= s.time_ms) {
-                emit_event(sink, &w.host, &e.event, e.time_ms);
+                let ts = stamps.stamp((e.instance as i64, true), e.time_ms);
+                emit_event(sink, &w.host, &e.event, ts);
                 ne += 1;
             }
-            emit_sample(sink, &w.host, hello, &sample, s.time_ms);
+            let ts = stamps.stamp((s.instance as i64, false), s.time_ms);
+            emit_sample(sink, &w.host, hello, &sample, ts);
             ns += 1;
         }
         for e in events {
-            emit_event(sink, &w.host, &e.event, e.time_ms);
+            let ts = stamps.stamp((e.instance as i64, true), e.time_ms);
+            emit_event(sink, &w.host, &e.event, ts);
             ne += 1;
         }
     }

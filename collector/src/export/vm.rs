@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use nasprobe_proto::{Event, Sample};
 
 use super::format::PromLines;
-use super::metrics::{Metric, Sink, emit_event, emit_sample};
+use super::metrics::{Metric, Sink, Stamper, emit_event, emit_sample};
 use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError};
 
 /// Records read from the store per batch at most.
@@ -35,6 +35,10 @@ pub const BATCH_BYTES: usize = 8 << 20;
 pub const DURABLE_AFTER: Duration = Duration::from_secs(30);
 /// How often the engine's start time is looked at while pushing.
 pub const EPOCH_CHECK: Duration = Duration::from_secs(2);
+/// Rows an engine acknowledged show in its queries only after a while, even after
+/// `/internal/force_flush` (about 1 s with VictoriaMetrics 1.79): before asking which points it
+/// holds, wait this long after the last import (of this process, or since it started).
+pub const VISIBLE_AFTER: Duration = Duration::from_secs(3);
 
 /// Where to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -321,6 +325,8 @@ pub struct ExportState {
     pending: VecDeque<(Instant, Vec<(i64, u64)>)>,
     epoch: Option<Epoch>,
     durable_after: Duration,
+    /// The last import (attempt), or when this state was made.
+    last_import: Instant,
 }
 
 impl ExportState {
@@ -341,6 +347,7 @@ impl ExportState {
             pending: VecDeque::new(),
             epoch: None,
             durable_after: DURABLE_AFTER,
+            last_import: Instant::now(),
         })
     }
 
@@ -440,6 +447,10 @@ pub fn push_batch(
             .any(|r| st.check_upto.get(&r.instance).is_some_and(|&u| r.seq <= u));
     let have = if check {
         pusher.force_flush()?;
+        let since = st.last_import.elapsed();
+        if since < VISIBLE_AFTER {
+            std::thread::sleep(VISIBLE_AFTER - since);
+        }
         let mut have = HashSet::new();
         let mut hosts: Vec<(String, u64, u64)> = Vec::new();
         for r in &recs {
@@ -470,22 +481,25 @@ pub fn push_batch(
         skipped: 0,
     };
     let mut stats = BatchStats::default();
+    let mut stamps = Stamper::default();
     let mut after: Vec<(i64, u64)> = Vec::new();
     for r in &recs {
         if out.lines.buf.len() >= BATCH_BYTES {
             break; // records are per-instance prefixes: any prefix of the list is one too
         }
-        render(store, st, r, &mut out, &mut stats)?;
+        render(store, st, &mut stamps, r, &mut out, &mut stats)?;
         match after.last_mut() {
             Some((i, s)) if *i == r.instance => *s = r.seq,
             _ => after.push((r.instance, r.seq)),
         }
     }
-    if !out.lines.buf.is_empty()
-        && let Err(e) = pusher.import(&out.lines.buf)
-    {
-        st.check_next = true; // it may have been half ingested
-        return Err(e);
+    if !out.lines.buf.is_empty() {
+        let r = pusher.import(&out.lines.buf);
+        st.last_import = Instant::now();
+        if let Err(e) = r {
+            st.check_next = true; // it may have been half ingested
+            return Err(e);
+        }
     }
     // Acknowledged: record it, then move on.
     let acked: Vec<(i64, ExportCursor)> = after
@@ -514,20 +528,27 @@ pub fn push_batch(
 fn render(
     store: &Store,
     st: &mut ExportState,
+    stamps: &mut Stamper,
     r: &ExportRecord,
     out: &mut Filtered<'_>,
     stats: &mut BatchStats,
 ) -> Result<(), StoreError> {
+    let key = (r.instance, r.is_event);
+    if !stamps.knows(key) {
+        let before = store.record_times_before(r.instance, r.seq, r.is_event, 16)?;
+        stamps.seed(key, &before);
+    }
+    let ts = stamps.stamp(key, r.time_ms);
     let Some(inst) = st.instance(store, r.instance)? else {
         return Ok(());
     };
     if r.is_event {
         if let Ok(e) = postcard::from_bytes::<Event>(&r.body) {
-            emit_event(out, &inst.host, &e, r.time_ms);
+            emit_event(out, &inst.host, &e, ts);
             stats.events += 1;
         }
     } else if let Ok(s) = postcard::from_bytes::<Sample>(&r.body) {
-        emit_sample(out, &inst.host, &inst.hello, &s, r.time_ms);
+        emit_sample(out, &inst.host, &inst.hello, &s, ts);
         stats.samples += 1;
     } else {
         log::warn!(
