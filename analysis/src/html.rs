@@ -23,20 +23,22 @@ use svg::{Spans, TimeAxis, dur, esc, when};
 /// one HTML document.
 pub fn render(hosts: &[HostData], report: &Report) -> String {
     let series: Vec<HostSeries> = hosts.iter().map(series::build).collect();
-    let (_, active) = verdict::find_flow(&series);
+    // The verdict's figures come from the smoothed series, as in `report::build`.
+    let judged: Vec<HostSeries> = series.iter().map(series::smooth).collect();
+    let (_, active) = verdict::find_flow(&judged);
     let ax = time_axis(hosts);
     let ctxs: Vec<HostCtx> = hosts
         .iter()
-        .zip(&series)
-        .map(|(h, s)| {
-            let idx = verdict::active_indices(s, active);
+        .zip(series.iter().zip(&judged))
+        .map(|(h, (s, j))| {
+            let idx = verdict::active_indices(j, active);
             HostCtx {
                 data: h,
                 s,
                 sum: report.hosts.iter().find(|x| x.name == h.name),
                 sp: Spans::new(&s.points),
                 ax,
-                cands: verdict::candidates(s, &idx),
+                cands: verdict::candidates(j, &idx),
                 wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
                     .then_some(report.bottleneck.resource),
                 markers: charts::markers(h, &ax),
@@ -144,7 +146,11 @@ fn headline_plain(r: &Report) -> String {
     let u = verdict::pct(b.utilization);
     match b.resource {
         "cpu_thread" => format!(
-            "the wall is on {host}: one thread of `{}` at {u} of a core",
+            "the wall is on {host}: {} `{}` at {u} of a core",
+            match &b.thread {
+                Some(t) => format!("thread `{t}` of"),
+                None => "one thread of".into(),
+            },
             b.process.as_deref().unwrap_or("?")
         ),
         "cpu_all" => format!("the wall is on {host}: all cores at {u} busy"),

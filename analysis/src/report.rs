@@ -208,14 +208,17 @@ pub struct Progress {
 
 /// Builds the report of the hosts' data.
 pub fn build(hosts: &[HostData], opts: &Options) -> Report {
-    let series: Vec<HostSeries> = hosts.iter().map(series::build).collect();
+    // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
+    // one gives the sample counts and each death's context.
+    let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
+    let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
     let (flow, active_range) = verdict::find_flow(&series);
     let mut summaries = Vec::new();
     let mut candidates = Vec::new();
-    for s in &series {
+    for (s, r) in series.iter().zip(&raw) {
         let idx = active_indices(s, active_range);
         candidates.extend(verdict::candidates(s, &idx));
-        summaries.push(summarize(s, &idx));
+        summaries.push(summarize(s, &idx, r.points.len()));
     }
     let bottleneck = verdict::decide(&candidates, flow.as_ref());
 
@@ -245,7 +248,7 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
     let events: Vec<EventOut> = timed.into_iter().map(|e| e.1).collect();
     let patterns = hosts
         .iter()
-        .zip(&series)
+        .zip(&raw)
         .flat_map(|(h, s)| restart_patterns(h, s))
         .collect();
     let gaps = hosts
@@ -292,7 +295,7 @@ fn peak_of(s: &HostSeries, v: &[f64], idx: &[usize]) -> f64 {
     round2(best_window(&pts, verdict::PEAK_SPAN_MS).unwrap_or(0.0))
 }
 
-fn summarize(s: &HostSeries, idx: &[usize]) -> HostSummary {
+fn summarize(s: &HostSeries, idx: &[usize], samples: usize) -> HostSummary {
     let cores = s
         .cpu_count
         .max(s.core_busy.iter().map(Vec::len).max().unwrap_or(0));
@@ -376,7 +379,7 @@ fn summarize(s: &HostSeries, idx: &[usize]) -> HostSummary {
     let stalls = pick(&m.alloc_stalls_ps, idx);
     HostSummary {
         name: s.name.clone(),
-        samples: s.points.len(),
+        samples,
         cpu: CpuSummary {
             cores,
             busy: med(&s.cpu_busy, idx),

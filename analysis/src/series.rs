@@ -419,3 +419,229 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
         }
     }
 }
+
+/// Smoothing of a host's series before it is judged: consecutive points are merged into
+/// buckets spanning at least this long (and at least [`SMOOTH_MIN_POINTS`] intervals).
+pub const SMOOTH_MIN_SPAN_MS: f64 = 2_000.0;
+pub const SMOOTH_MIN_POINTS: f64 = 5.0;
+
+/// The series merged into buckets of consecutive points (time-weighted means of rates and
+/// fractions, sums of counts, last of levels), so that the medians the verdict takes are of
+/// rates over a few seconds rather than of single short intervals. Short intervals alias with
+/// whatever feeds the counters: a tree generator that steps every 100 ms seen every 200 ms
+/// reads 0.5x, 1x or 1.5x the rate; a process the agent re-reads only at its next full scan
+/// (`--scan every:N`) shows its CPU of several intervals in one. Sums over a few seconds see
+/// the true rate. A bucket never spans a hole in the data (more than 3 intervals without a
+/// sample: a gap or an agent restart).
+pub fn smooth(s: &HostSeries) -> HostSeries {
+    let n = s.points.len();
+    let ivs: Vec<f64> = s.points.iter().map(|p| p.interval_ms).collect();
+    let typical = crate::stats::median(&ivs).unwrap_or(1000.0);
+    let span = SMOOTH_MIN_SPAN_MS.max(SMOOTH_MIN_POINTS * typical);
+    // Buckets as ranges of point indices.
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    let mut acc = 0.0;
+    for i in 0..n {
+        if i > start {
+            let dt = s.points[i].time_ms.saturating_sub(s.points[i - 1].time_ms) as f64;
+            if dt > 3.0 * typical.max(s.points[i].interval_ms) {
+                groups.push(start..i);
+                start = i;
+                acc = 0.0;
+            }
+        }
+        acc += s.points[i].interval_ms;
+        if acc >= span {
+            groups.push(start..i + 1);
+            start = i + 1;
+            acc = 0.0;
+        }
+    }
+    if start < n {
+        // A short tail joins the bucket before it when there is one without a hole between.
+        match groups.last_mut() {
+            Some(g) if g.end == start && acc < span / 2.0 => g.end = n,
+            _ => groups.push(start..n),
+        }
+    }
+    let w = |i: usize| s.points[i].interval_ms;
+    let wmean = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+        let (mut sum, mut dur) = (0.0, 0.0);
+        for i in g.clone() {
+            if let Some(x) = v.get(i).filter(|x| x.is_finite()) {
+                sum += x * w(i);
+                dur += w(i);
+            }
+        }
+        if dur > 0.0 { sum / dur } else { f64::NAN }
+    };
+    let total = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+        let f: Vec<f64> = g
+            .clone()
+            .filter_map(|i| v.get(i).copied().filter(|x| x.is_finite()))
+            .collect();
+        if f.is_empty() {
+            f64::NAN
+        } else {
+            f.iter().sum()
+        }
+    };
+    let last = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+        g.clone()
+            .rev()
+            .filter_map(|i| v.get(i).copied())
+            .find(|x| x.is_finite())
+            .unwrap_or(f64::NAN)
+    };
+    let lowest = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+        g.clone()
+            .filter_map(|i| v.get(i).copied())
+            .filter(|x| x.is_finite())
+            .fold(f64::NAN, f64::min)
+    };
+    let map = |v: &[f64], f: &dyn Fn(&[f64], &std::ops::Range<usize>) -> f64| -> Vec<f64> {
+        groups.iter().map(|g| f(v, g)).collect()
+    };
+    let last_bool = |v: &[bool], g: &std::ops::Range<usize>, dflt: bool| -> bool {
+        g.clone()
+            .rev()
+            .find_map(|i| v.get(i).copied())
+            .unwrap_or(dflt)
+    };
+    let cores = s.core_busy.iter().map(Vec::len).max().unwrap_or(0);
+    HostSeries {
+        name: s.name.clone(),
+        points: groups
+            .iter()
+            .map(|g| Point {
+                time_ms: s.points[g.end - 1].time_ms,
+                interval_ms: g.clone().map(w).sum(),
+            })
+            .collect(),
+        cpu_count: s.cpu_count,
+        page_size: s.page_size,
+        clk_tck: s.clk_tck,
+        cpu_busy: map(&s.cpu_busy, &wmean),
+        cpu_iowait: map(&s.cpu_iowait, &wmean),
+        core_busy: groups
+            .iter()
+            .map(|g| {
+                (0..cores)
+                    .map(|c| {
+                        let (mut sum, mut dur) = (0.0, 0.0);
+                        for i in g.clone() {
+                            if let Some(x) = s
+                                .core_busy
+                                .get(i)
+                                .and_then(|r| r.get(c))
+                                .filter(|x| x.is_finite())
+                            {
+                                sum += x * w(i);
+                                dur += w(i);
+                            }
+                        }
+                        if dur > 0.0 { sum / dur } else { f64::NAN }
+                    })
+                    .collect()
+            })
+            .collect(),
+        run_queue: map(&s.run_queue, &wmean),
+        threads: s
+            .threads
+            .iter()
+            .map(|(k, t)| {
+                (
+                    k.clone(),
+                    ThreadSeries {
+                        frac: map(&t.frac, &wmean),
+                        present: t.present,
+                        last_pid: t.last_pid,
+                        last_tid: t.last_tid,
+                    },
+                )
+            })
+            .collect(),
+        procs: s
+            .procs
+            .iter()
+            .map(|(k, p)| {
+                (
+                    k.clone(),
+                    ProcSeries {
+                        cores: map(&p.cores, &wmean),
+                        run_delay_frac: map(&p.run_delay_frac, &wmean),
+                        ..p.clone()
+                    },
+                )
+            })
+            .collect(),
+        disks: s
+            .disks
+            .iter()
+            .map(|(k, d)| {
+                (
+                    k.clone(),
+                    DiskSeries {
+                        is_md: d.is_md,
+                        rotational: d.rotational,
+                        util: map(&d.util, &wmean),
+                        await_ms: map(&d.await_ms, &wmean),
+                        queue: map(&d.queue, &wmean),
+                        read_bps: map(&d.read_bps, &wmean),
+                        write_bps: map(&d.write_bps, &wmean),
+                    },
+                )
+            })
+            .collect(),
+        nics: s
+            .nics
+            .iter()
+            .map(|(k, x)| {
+                (
+                    k.clone(),
+                    NicSeries {
+                        rx_bps: map(&x.rx_bps, &wmean),
+                        tx_bps: map(&x.tx_bps, &wmean),
+                        speed_bps: map(&x.speed_bps, &last),
+                        full_duplex: groups
+                            .iter()
+                            .map(|g| last_bool(&x.full_duplex, g, true))
+                            .collect(),
+                        up: groups
+                            .iter()
+                            .map(|g| g.clone().all(|i| x.up.get(i).copied().unwrap_or(false)))
+                            .collect(),
+                        errors_ps: map(&x.errors_ps, &wmean),
+                        drops_ps: map(&x.drops_ps, &wmean),
+                        mtu: x.mtu,
+                        is_bond: x.is_bond,
+                        slaves: x.slaves.clone(),
+                    },
+                )
+            })
+            .collect(),
+        mem: MemSeries {
+            total_kib: map(&s.mem.total_kib, &last),
+            available_kib: map(&s.mem.available_kib, &lowest),
+            available_estimated: s.mem.available_estimated,
+            swap_used_kib: map(&s.mem.swap_used_kib, &last),
+            swap_in_ps: map(&s.mem.swap_in_ps, &wmean),
+            swap_out_ps: map(&s.mem.swap_out_ps, &wmean),
+            major_faults_ps: map(&s.mem.major_faults_ps, &wmean),
+            alloc_stalls_ps: map(&s.mem.alloc_stalls_ps, &wmean),
+            direct_scan_ps: map(&s.mem.direct_scan_ps, &wmean),
+        },
+        tcp: TcpSeries {
+            retrans: map(&s.tcp.retrans, &total),
+            resets: map(&s.tcp.resets, &total),
+            timeouts: map(&s.tcp.timeouts, &total),
+        },
+        mounts: s
+            .mounts
+            .iter()
+            .map(|(k, v)| (k.clone(), map(v, &last)))
+            .collect(),
+        agent_cpu: map(&s.agent_cpu, &wmean),
+    }
+}

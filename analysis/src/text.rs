@@ -19,7 +19,11 @@ pub fn render(r: &Report) -> String {
         res => {
             let what = match res {
                 "cpu_thread" => format!(
-                    "one thread of `{}` at {} of a core",
+                    "{} `{}` at {} of a core",
+                    match &b.thread {
+                        Some(t) => format!("thread `{t}` of"),
+                        None => "one thread of".into(),
+                    },
                     b.process.as_deref().unwrap_or("?"),
                     pct(b.utilization)
                 ),

@@ -69,6 +69,8 @@ pub struct Candidate {
     pub resource: &'static str,
     pub device: Option<String>,
     pub process: Option<String>,
+    /// cpu_thread: the thread's name (comm) when it differs from the process's.
+    pub thread: Option<String>,
     pub utilization: f64,
     /// Utilization against what is practically reachable (NIC: payload ceiling), for ranking.
     #[serde(skip)]
@@ -90,6 +92,8 @@ pub struct Bottleneck {
     pub resource: &'static str,
     pub device: Option<String>,
     pub process: Option<String>,
+    /// cpu_thread: the thread's name (comm) when it differs from the process's, else null.
+    pub thread: Option<String>,
     pub utilization: f64,
     pub evidence: Vec<String>,
     pub ruled_out: Vec<String>,
@@ -284,6 +288,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             resource: "cpu_thread",
             device: None,
             process: Some(k.process.clone()),
+            thread: (k.thread != k.process).then(|| k.thread.clone()),
             utilization: round2(frac),
             score: frac,
             wall: frac >= THREAD_WALL,
@@ -319,6 +324,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         resource: "cpu_all",
         device: None,
         process: None,
+        thread: None,
         utilization: round2(busy),
         score: busy,
         wall: busy >= CPU_ALL_WALL,
@@ -374,6 +380,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             resource: "disk",
             device: Some(name.clone()),
             process: None,
+        thread: None,
             utilization: round2(util),
             score: util,
             wall: util >= DISK_WALL,
@@ -428,6 +435,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             resource: "nic",
             device: Some(name.clone()),
             process: None,
+            thread: None,
             utilization: round2(util),
             score: util / NIC_PRACTICAL,
             wall: util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL),
@@ -466,6 +474,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         resource: "memory",
         device: None,
         process: None,
+        thread: None,
         utilization: round2(if swapping { used_frac.max(0.9) } else { used_frac }),
         // A storm beats every other wall; light swapping ranks just above the thresholds of
         // the others, so a thread or disk clearly at its ceiling is still named first.
@@ -584,6 +593,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             resource: w.resource,
             device: w.device.clone(),
             process: w.process.clone(),
+            thread: w.thread.clone(),
             utilization: w.utilization,
             evidence,
             ruled_out,
@@ -602,6 +612,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
                 resource: "none",
                 device: None,
                 process: None,
+                thread: None,
                 utilization: round2(all.iter().map(|c| c.score.min(1.0)).fold(0.0, f64::max)),
                 evidence,
                 ruled_out,

@@ -475,6 +475,34 @@ fn slow_link_mostly_full_is_the_wall_and_a_bridge_does_not_hide_the_nic() {
 }
 
 #[test]
+fn lumpy_counters_are_judged_over_a_few_seconds() {
+    // What short intervals see of a fast-stepping source (0.5x / 1.5x the rate in turn) and a
+    // process re-read only at every 5th scan (its CPU of 5 intervals in one sample, none in
+    // the 4 before): per-sample medians would say 0% and 48 MB/s; the truth is 96% and 97 MB/s.
+    let dst = host_data(&atom("dst"), 120, |t| Load {
+        threads: if t % 5 == 4 {
+            vec![("synoreplicad", "synoreplicad", 8123, 0.96 * 5.0)]
+        } else {
+            Vec::new()
+        },
+        disks: vec![(0, 0.2, 32.0, 6.0)],
+        nics: vec![(0, if t % 2 == 0 { 48.5 } else { 145.5 }, 1.7)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "cpu_thread", "{b:#}");
+    assert_eq!(b["process"], "synoreplicad");
+    let u = b["utilization"].as_f64().unwrap();
+    assert!((0.9..=1.0).contains(&u), "{u}");
+    let f = &r["flow"];
+    let sustained = f["sustained_mb_s"].as_f64().unwrap();
+    assert!((95.0..=99.0).contains(&sustained), "{f}");
+    assert_eq!(r["hosts"][0]["samples"], 120, "raw sample count");
+}
+
+#[test]
 fn disk_bound_behind_md_is_judged_by_members() {
     let dst = host_data(&atom("dst"), 120, |_| Load {
         threads: vec![("smbd", "smbd", 500, 0.3)],

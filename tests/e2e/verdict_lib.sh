@@ -4,6 +4,7 @@
 # executable, so scripts/test does not take it for a step).
 #
 #   vr_record NAME DIR DUR [SCENARIO ARGS...]
+#       NAME: a built-in scenario, or a scenario file FILE.json;
 #       writes DIR/tree (the trees), DIR/nasprobe.db, DIR/token, logs in DIR; returns non-zero
 #       with the reason in DIR/result on failure; every process it started is listed in
 #       DIR/pids and stopped before it returns.
@@ -35,7 +36,9 @@ vr_record() { # NAME DIR DUR [scenario args...]
     local tok="$dir/token"
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tok"
     chmod 600 "$tok"
-    "$SCEN" run --builtin "$name" --out "$dir/tree" --tick-ms 100 "$@" >"$dir/scenario.out" \
+    local what=(--builtin "$name")
+    [[ $name == *.json ]] && what=(--scenario "$name")
+    "$SCEN" run "${what[@]}" --out "$dir/tree" --tick-ms 100 "$@" >"$dir/scenario.out" \
         2>"$dir/scenario.err" &
     echo $! >>"$dir/pids"
     local i
