@@ -263,7 +263,7 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
             })
         })
         .collect();
-    let progress = series
+    let progress = raw
         .iter()
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();

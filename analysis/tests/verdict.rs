@@ -733,6 +733,44 @@ fn first_run_without_a_token_and_resumes_with_one_are_one_pattern() {
 }
 
 #[test]
+fn progress_and_eta_from_a_sampled_mount() {
+    let mut dst = host_data(&atom("dst"), 600, |_| Load {
+        nics: vec![(0, 97.0, 1.7)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    // The agent's --mount /volume1: 2 TB used at the start, 97 MB/s landing.
+    dst.instances[0].hello.mounts.push(hs("/volume1")).unwrap();
+    for (k, ts) in dst.samples.iter_mut().enumerate() {
+        let mut smp = ts.decode().unwrap();
+        smp.mounts
+            .push(MountSample {
+                mount: 0,
+                used_bytes: 2_000_000_000_000 + k as u64 * 97_000_000,
+                free_bytes: 1 << 40,
+            })
+            .unwrap();
+        *ts = TimedSample::new(ts.time_ms, ts.instance, ts.seq, &smp);
+    }
+    let r = build(
+        &[dst],
+        &Options {
+            expect_bytes: Some(11_000_000_000_000),
+            ..Default::default()
+        },
+    );
+    let p = &r.progress[0];
+    assert_eq!(p.mount, "/volume1");
+    assert_eq!(p.landed_bytes, 599.0 * 97e6);
+    assert!((p.rate_mb_s - 97.0).abs() < 0.1, "{}", p.rate_mb_s);
+    let eta = p.eta_seconds.unwrap();
+    let want = (11e12 - 599.0 * 97e6) / 97e6;
+    assert!((eta - want).abs() < want * 0.01, "{eta} vs {want}");
+    let text = nasprobe_analysis::text::render(&r);
+    assert!(text.contains("Progress on dst /volume1"), "{text}");
+}
+
+#[test]
 fn text_report_leads_with_the_verdict() {
     let dst = host_data(&wd("dst"), 60, |_| Load {
         threads: vec![("sshd", "sshd", 700, 0.97)],
