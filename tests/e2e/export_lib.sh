@@ -61,3 +61,37 @@ vm_export() {
     sleep 3
     curl -fsS --max-time 60 "http://127.0.0.1:$1/api/v1/export" --data-urlencode "match[]=$2"
 }
+
+# export_start_scenario NAME: runs the built-in scenario NAME (trees under $TMP/tree) and one real
+# agent per host (--interval 200); sets TOK (token file), HOSTS (NAME=127.0.0.1:PORT ...) and
+# AGENT_PIDS. Needs SCEN and AGENT (binaries).
+export_start_scenario() {
+    TOK="$TMP/token"
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOK"
+    chmod 600 "$TOK"
+    "$SCEN" run --builtin "$1" --out "$TMP/tree" --tick-ms 100 >"$TMP/scenario.out" \
+        2>"$TMP/scenario.err" &
+    PIDS+=($!)
+    local i line host proc sys port
+    for i in $(seq 1 100); do
+        grep -q '^ready' "$TMP/scenario.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q '^ready' "$TMP/scenario.out" ||
+        fail "scenario generator not ready: $(cat "$TMP/scenario.err")"
+    HOSTS=()
+    AGENT_PIDS=()
+    while read -r line; do
+        [[ $line == host=* ]] || continue
+        host=$(sed -E 's/.*host=([^ ]+).*/\1/' <<<"$line")
+        proc=$(sed -E 's/.*proc=([^ ]+).*/\1/' <<<"$line")
+        sys=$(sed -E 's/.*sys=([^ ]+).*/\1/' <<<"$line")
+        port=$(free_port)
+        "$AGENT" --listen "127.0.0.1:$port" --token-file "$TOK" --interval 200 --name "$host" \
+            --proc-root "$proc" --sys-root "$sys" --log-file "$TMP/agent-$host.log" &
+        PIDS+=($!)
+        AGENT_PIDS+=($!)
+        HOSTS+=("$host=127.0.0.1:$port")
+    done <"$TMP/scenario.out"
+    sleep 0.3
+}

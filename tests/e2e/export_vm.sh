@@ -57,31 +57,8 @@ source "$REPO/tests/e2e/export_lib.sh"
 export_install_engines
 
 # --- scenario and agents -----------------------------------------------------------------------
-TOK="$TMP/token"
 DB="$TMP/nasprobe.db"
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOK"
-chmod 600 "$TOK"
-"$SCEN" run --builtin synology-replication --out "$TMP/tree" --tick-ms 100 >"$TMP/scenario.out" \
-    2>"$TMP/scenario.err" &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-    grep -q '^ready' "$TMP/scenario.out" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q '^ready' "$TMP/scenario.out" || fail "scenario generator not ready: $(cat "$TMP/scenario.err")"
-HOSTS=()
-while read -r line; do
-    [[ $line == host=* ]] || continue
-    host=$(sed -E 's/.*host=([^ ]+).*/\1/' <<<"$line")
-    proc=$(sed -E 's/.*proc=([^ ]+).*/\1/' <<<"$line")
-    sys=$(sed -E 's/.*sys=([^ ]+).*/\1/' <<<"$line")
-    port=$(free_port)
-    "$AGENT" --listen "127.0.0.1:$port" --token-file "$TOK" --interval 200 --name "$host" \
-        --proc-root "$proc" --sys-root "$sys" --log-file "$TMP/agent-$host.log" &
-    PIDS+=($!)
-    HOSTS+=("$host=127.0.0.1:$port")
-done <"$TMP/scenario.out"
-sleep 0.3
+export_start_scenario synology-replication
 
 VMPORT=$(free_port)
 VMURL="http://127.0.0.1:$VMPORT"

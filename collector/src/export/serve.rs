@@ -102,6 +102,16 @@ fn accept_loop(
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let active = Arc::new(AtomicUsize::new(0));
+    // Connections over the cap are answered 503 by one thread (each takes at most ~1 s), so a
+    // flood costs one thread; past its queue they are just closed.
+    let (busy_tx, busy_rx) = std::sync::mpsc::sync_channel::<TcpStream>(64);
+    let _ = std::thread::Builder::new()
+        .name("serve-busy".into())
+        .spawn(move || {
+            for mut c in busy_rx {
+                let _ = refuse(&mut c, 503, b"too many connections\n");
+            }
+        });
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((mut conn, peer)) => {
@@ -110,13 +120,7 @@ fn accept_loop(
                 let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
                 if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                     active.fetch_sub(1, Ordering::SeqCst);
-                    let _ = respond(
-                        &mut conn,
-                        503,
-                        "text/plain",
-                        b"too many connections\n",
-                        false,
-                    );
+                    let _ = busy_tx.try_send(conn);
                     continue;
                 }
                 let (store, active, db) = (store.clone(), active.clone(), db.clone());
@@ -144,8 +148,14 @@ fn accept_loop(
     }
 }
 
-/// Reads the request head (bounded); returns (method, path).
-fn read_head(conn: &mut TcpStream) -> std::io::Result<Option<(String, String)>> {
+enum Head {
+    Request { method: String, path: String },
+    TooLarge,
+    Bad,
+}
+
+/// Reads the request head (at most [`MAX_REQUEST`] bytes, within [`IO_TIMEOUT`]).
+fn read_head(conn: &mut TcpStream) -> std::io::Result<Head> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let deadline = Instant::now() + IO_TIMEOUT;
@@ -154,7 +164,7 @@ fn read_head(conn: &mut TcpStream) -> std::io::Result<Option<(String, String)>> 
             break;
         }
         if buf.len() > MAX_REQUEST {
-            return Ok(None);
+            return Ok(Head::TooLarge);
         }
         if Instant::now() > deadline {
             return Err(std::io::ErrorKind::TimedOut.into());
@@ -173,13 +183,33 @@ fn read_head(conn: &mut TcpStream) -> std::io::Result<Option<(String, String)>> 
     let mut parts = line.split(' ');
     let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
     else {
-        return Ok(None);
+        return Ok(Head::Bad);
     };
     if !version.starts_with("HTTP/1.") {
-        return Ok(None);
+        return Ok(Head::Bad);
     }
     let path = target.split('?').next().unwrap_or("").to_string();
-    Ok(Some((method.to_string(), path)))
+    Ok(Head::Request {
+        method: method.to_string(),
+        path,
+    })
+}
+
+/// Answers an error and reads (a bounded amount of) what the client still sends, so that
+/// closing does not reset the connection before the client read the answer.
+fn refuse(conn: &mut TcpStream, status: u16, msg: &[u8]) -> std::io::Result<()> {
+    respond(conn, status, "text/plain", msg, false)?;
+    conn.shutdown(std::net::Shutdown::Write)?;
+    conn.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let mut sink = [0u8; 4096];
+    let mut left = 1usize << 20;
+    while left > 0 {
+        match conn.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+    Ok(())
 }
 
 fn respond(
@@ -221,12 +251,14 @@ fn handle(
     db: &Path,
     max_age: Option<Duration>,
 ) -> std::io::Result<()> {
-    let Some((method, path)) = read_head(conn)? else {
-        return respond(conn, 400, "text/plain", b"bad request\n", false);
+    let (method, path) = match read_head(conn)? {
+        Head::Request { method, path } => (method, path),
+        Head::TooLarge => return refuse(conn, 431, b"request head too large\n"),
+        Head::Bad => return refuse(conn, 400, b"bad request\n"),
     };
     let head_only = method == "HEAD";
     if method != "GET" && !head_only {
-        return respond(conn, 405, "text/plain", b"method not allowed\n", false);
+        return refuse(conn, 405, b"method not allowed\n");
     }
     match path.as_str() {
         "/metrics" => {
