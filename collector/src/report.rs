@@ -110,12 +110,17 @@ pub fn load(
     since: Option<Duration>,
     expect_bytes: Option<u64>,
 ) -> anyhow::Result<(Vec<HostData>, Report)> {
-    let (from, to) = window(since);
+    let (mut from, mut to) = window(since);
     let hosts: Vec<HostData> = store
         .load_window(from, to)?
         .into_iter()
         .map(host_data)
         .collect();
+    if hosts.is_empty() && from.is_none() {
+        // Nothing stored: an empty window ending now rather than at the epoch.
+        let now = now_ms();
+        (from, to) = (Some(now), Some(now));
+    }
     let report = nasprobe_analysis::build(
         &hosts,
         &Options {
