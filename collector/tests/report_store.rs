@@ -277,7 +277,11 @@ fn report_on_a_missing_or_empty_store() {
     assert_eq!(r["bottleneck"]["resource"], "none");
     assert!(r["bottleneck"]["host"].is_null());
     assert_eq!(r["window"]["seconds"], 0);
-    assert!(r["window"]["to"].as_str().unwrap() > "2020", "{}", r["window"]);
+    assert!(
+        r["window"]["to"].as_str().unwrap() > "2020",
+        "{}",
+        r["window"]
+    );
     assert!(r["hosts"].as_array().unwrap().is_empty());
     assert!(r["gaps"].as_array().unwrap().is_empty());
 }
