@@ -59,7 +59,8 @@ pub enum ClientError {
     )]
     BadAgentProof { host: String },
     #[error(
-        "{host}: the agent speaks protocol {version}, this collector speaks {PROTOCOL_VERSION}"
+        "{host}: the agent speaks protocol {version}, this collector speaks {PROTOCOL_VERSION}: \
+         run the same nasprobe version on both sides"
     )]
     Version { host: String, version: u8 },
     #[error("{host}: records out of order: expected seq {expected}, got {got}")]
@@ -82,6 +83,20 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// True when the agent sent something invalid (undecodable frame, protocol violation,
+    /// another protocol version, a wrong proof): the host is marked bad.
+    pub fn is_bad_agent(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Frame { .. }
+                | ClientError::Unexpected { .. }
+                | ClientError::Version { .. }
+                | ClientError::SeqOrder { .. }
+                | ClientError::BadGone { .. }
+                | ClientError::BadAgentProof { .. }
+        )
+    }
+
     /// True when retrying soon is pointless (wrong token, other protocol): back off longer.
     pub fn is_configuration(&self) -> bool {
         match self {
@@ -348,9 +363,16 @@ impl Session {
     async fn read_frame(&mut self) -> Result<(Message, Vec<u8>), ClientError> {
         loop {
             let avail = &self.buf[self.start..];
-            let ferr = |source| ClientError::Frame {
-                host: self.host.clone(),
-                source,
+            let ferr = |source| match source {
+                // A frame of another protocol version: say so plainly.
+                FrameError::UnsupportedVersion(version) => ClientError::Version {
+                    host: self.host.clone(),
+                    version,
+                },
+                source => ClientError::Frame {
+                    host: self.host.clone(),
+                    source,
+                },
             };
             if let Some(len) = peek_len(avail, MAX_FRAME_LEN).map_err(ferr)? {
                 let total = LEN_PREFIX + len;

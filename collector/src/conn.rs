@@ -61,6 +61,12 @@ pub struct HostLive {
     pub received: u64,
     /// The newest gap text (`Gone` or agent restart), if any on this run.
     pub gap: Option<String>,
+    /// Set (and kept for the rest of the run) when the agent sent something invalid: a frame
+    /// that does not decode, a protocol violation, another protocol version, or a record with
+    /// implausible values. Views show it; the text names what happened last.
+    pub bad: Option<String>,
+    /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
+    pub rejected: u64,
 }
 
 /// Shared state of a run.
@@ -88,6 +94,8 @@ impl Live {
                         events: VecDeque::new(),
                         received: 0,
                         gap: None,
+                        bad: None,
+                        rejected: 0,
                     })
                     .collect(),
             ),
@@ -176,9 +184,15 @@ pub async fn agent_task(
         }
         let mut wait = backoff.next_wait();
         if let ConnError::Client(c) = &err
-            && c.is_configuration()
+            && (c.is_configuration() || c.is_bad_agent())
         {
             wait = wait.max(Duration::from_secs(10));
+        }
+        if let ConnError::Client(c) = &err
+            && c.is_bad_agent()
+        {
+            log::error!("{err}: host marked bad; nothing invalid is stored");
+            live.with(idx, |h| h.bad = Some(err.to_string()));
         }
         log::warn!("{err}; retrying in {:.1}s", wait.as_secs_f64());
         live.with(idx, |h| {
@@ -274,6 +288,31 @@ async fn run_connection(
                 }
             }
             Incoming::Record(r, body) => {
+                if let RecordBody::Sample(smp) = &r.body
+                    && let Err(why) = crate::validate::check_sample(&hello, smp)
+                {
+                    let n = live.with(idx, |h| {
+                        h.rejected += 1;
+                        h.bad = Some(format!("record {} rejected: {why}", r.seq));
+                        h.rejected
+                    });
+                    log::error!(
+                        "{}: record {} rejected, not stored ({why}); {n} rejected so far, host \
+                         marked bad",
+                        spec.name,
+                        r.seq
+                    );
+                    let item = Item::Rejected {
+                        instance: reg.instance,
+                        seq: r.seq,
+                        time_ms: r.time_ms,
+                        why,
+                    };
+                    if tx.send(StoreMsg::Item(item)).await.is_err() {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 let item = Item::from_record(reg.instance, &r, body);
                 live.with(idx, |h| {
                     h.received += 1;

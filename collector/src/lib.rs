@@ -20,6 +20,7 @@ pub mod report;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
+pub mod validate;
 pub mod watch;
 
 use std::path::{Path, PathBuf};

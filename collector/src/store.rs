@@ -23,6 +23,8 @@ use crate::model;
 pub const REASON_RESTART: &str = "agent restarted";
 /// Reason of a gap announced by the agent with `Gone` (its ring overwrote the range).
 pub const REASON_RING: &str = "ring overwrote";
+/// Reason prefix of a record the collector refused to store (implausible values, see `validate`).
+pub const REASON_REJECTED: &str = "rejected";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -175,6 +177,14 @@ pub enum Item {
         instance: i64,
         from_seq: u64,
         to_seq: u64,
+    },
+    /// A record that decoded but failed the plausibility checks (`validate`): not stored,
+    /// recorded as a one-record gap with reason `rejected: WHY`.
+    Rejected {
+        instance: i64,
+        seq: u64,
+        time_ms: u64,
+        why: String,
     },
 }
 
@@ -597,6 +607,25 @@ impl Store {
                         let m = marks.entry(*instance).or_insert((0, 0));
                         m.0 = m.0.max(*to_seq);
                         continue;
+                    }
+                    Item::Rejected {
+                        instance,
+                        seq,
+                        time_ms,
+                        why,
+                    } => {
+                        tx.execute(
+                            "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
+                             SELECT host, id, ?2, ?2, ?3, ?3, 1, ?4 FROM instances WHERE id = ?1",
+                            params![
+                                instance,
+                                *seq as i64,
+                                *time_ms as i64,
+                                format!("{REASON_REJECTED}: {why}")
+                            ],
+                        )
+                        .map_err(e)?;
+                        (*instance, *seq, *time_ms)
                     }
                 };
                 if let Some(to_seq) = open_gaps.get(&instance).copied()

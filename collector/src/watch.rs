@@ -89,6 +89,15 @@ fn plain_loop(live: &Live, duration: Option<Duration>) -> anyhow::Result<()> {
 }
 
 fn status_text(h: &HostLive) -> String {
+    let s = status_text_conn(h);
+    match &h.bad {
+        Some(b) if h.rejected > 0 => format!("BAD: {} rejected, last: {b}; {s}", h.rejected),
+        Some(b) => format!("BAD: {b}; {s}"),
+        None => s,
+    }
+}
+
+fn status_text_conn(h: &HostLive) -> String {
     match &h.status {
         Status::Connecting => "connecting".into(),
         Status::Connected => match &h.gap {
