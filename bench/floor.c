@@ -13,7 +13,8 @@
  *     /proc, /proc/PID/stat of every pid (first 256 on kept descriptors, the rest
  *     open/read/close); in between only the pids that used CPU at their last read;
  *   - the top N pids by CPU (N=8): /proc/PID/schedstat (open/read/close); the top 3 with more
- *     than one thread: /proc/PID/task listing + every task/TID/stat (open/read/close).
+ *     than one thread: /proc/PID/task listing + every task/TID/stat (open/read/close);
+ *   - a pid first seen after the first sample: its cmdline, once (the agent's start event).
  * The only "parsing" is finding utime, stime and num_threads after the last ')' (needed to
  * choose the same pids the agent reads). Runs until SIGTERM/SIGINT or --count samples, then
  * prints its own CPU per sample (thread CPU clock: median, p95) to stderr.
@@ -133,14 +134,21 @@ static int read_pid(int root, struct proc *p) {
     return 0;
 }
 
-static void full_scan(int root) {
+static void full_scan(int root, int first) {
     int n = list_numeric(root, pids, MAXP), i = 0, j = 0, w = 0;
     while (i < ntab || j < n) {
         uint32_t o = i < ntab ? tab[i].pid : UINT32_MAX, s = j < n ? pids[j] : UINT32_MAX;
         if (o < s) { if (tab[i].fd >= 0) { close(tab[i].fd); kept--; } i++; continue; }
         struct proc p;
         if (o == s) { p = tab[i++]; j++; }
-        else { memset(&p, 0, sizeof p); p.pid = s; p.fd = -1; j++; }
+        else {
+            memset(&p, 0, sizeof p); p.pid = s; p.fd = -1; j++;
+            if (!first) { /* a new process: its command line is read once (start event) */
+                char rel[32];
+                snprintf(rel, sizeof rel, "%u/cmdline", s);
+                read_rel(root, rel);
+            }
+        }
         if (read_pid(root, &p) == 0) nxt[w++] = p;
         else if (p.fd >= 0) { close(p.fd); kept--; }
     }
@@ -227,7 +235,7 @@ int main(int argc, char **argv) {
                     read_rel(sys, rel);
                 }
         }
-        if (every == 1 || sample % every == 1 || sample <= 2) full_scan(root);
+        if (every == 1 || sample % every == 1 || sample <= 2) full_scan(root, sample == 1);
         else partial_scan(root);
         /* Top N by delta (insertion into a short list). */
         int top[16], nt = 0;
