@@ -16,6 +16,9 @@ pub const DISK_WALL: f64 = 0.85;
 /// A NIC at or above this fraction of its line rate is a wall (TCP payload tops out near 94%
 /// of the line rate, so 0.80 of the line is 0.85 of what a flow can get).
 pub const NIC_WALL: f64 = 0.80;
+/// A NIC at this share of its line rate or more is full: the flow runs at the link's payload
+/// ceiling, so the link is the wall even when cores or disks are busy too.
+pub const NIC_FULL: f64 = 0.9;
 /// Practical share of the line rate a TCP flow can carry (Ethernet + IP + TCP headers).
 pub const NIC_PRACTICAL: f64 = 0.94;
 /// Swapping (pages in + out per second, sustained) that stalls work.
@@ -528,9 +531,13 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
     // A pegged thread that is its process's whole work binds the flow at that thread's speed:
     // cores busy with other work (on its host or the other) rank after it.
     let lone_thread = walls.iter().any(|c| c.resource == "cpu_thread" && c.lone);
+    // A link carrying the flow at its full payload rate binds it whatever else is busy: the
+    // flow cannot go faster than the link (cores or disks busy meanwhile are not what stops it).
     let rank = |c: &Candidate| {
         if c.resource == "cpu_all" && lone_thread {
             c.score - 1.0
+        } else if c.resource == "nic" && c.utilization >= NIC_FULL {
+            c.score + 1.0
         } else {
             c.score
         }

@@ -503,6 +503,36 @@ fn lumpy_counters_are_judged_over_a_few_seconds() {
 }
 
 #[test]
+fn a_full_link_binds_even_with_every_core_busy() {
+    // Other work fills the box (builds, a scrub) while the one flow runs at the link's payload
+    // ceiling: the link is what stops the flow.
+    let mut h = atom("dst");
+    h.nics = vec![("eth0", 100)];
+    let dst = host_data(&h, 60, |_| Load {
+        threads: vec![("iperf3", "iperf3", 900, 0.02)],
+        background: 1.0,
+        nics: vec![(0, 11.9, 0.2)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let r = json(&[dst]);
+    let b = &r["bottleneck"];
+    assert_eq!(b["resource"], "nic", "{b:#}");
+    assert!(
+        b["evidence"].to_string().contains("also at its ceiling"),
+        "{b:#}"
+    );
+    // A link at 85% of its line rate (the field's first case) does not outrank a pegged thread.
+    let dst = host_data(&atom("dst"), 60, |_| Load {
+        threads: vec![("synoreplicad", "synoreplicad", 8123, 0.94)],
+        nics: vec![(0, 106.0, 1.7)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    assert_eq!(json(&[dst])["bottleneck"]["resource"], "cpu_thread");
+}
+
+#[test]
 fn disk_bound_behind_md_is_judged_by_members() {
     let dst = host_data(&atom("dst"), 120, |_| Load {
         threads: vec![("smbd", "smbd", 500, 0.3)],
