@@ -422,6 +422,35 @@ fn backfill_throughput() {
         t.elapsed().as_secs_f64()
     );
     let mut store = Store::open(&db).unwrap();
+    // The collector's side alone: read, decode and write the text, no HTTP.
+    let t = Instant::now();
+    let (mut lines, mut samples) = (nasprobe::export::format::PromLines::default(), 0u64);
+    let mut after = HashMap::new();
+    loop {
+        let recs = store.records_after(&after, vm::BATCH_RECORDS).unwrap();
+        if recs.is_empty() {
+            break;
+        }
+        let inst = store.export_instances().unwrap();
+        for r in &recs {
+            after.insert(r.instance, r.seq);
+            if r.is_event {
+                continue;
+            }
+            let i = inst.iter().find(|i| i.row == r.instance).unwrap();
+            let smp: Sample = postcard::from_bytes(&r.body).unwrap();
+            nasprobe::export::metrics::emit_sample(&mut lines, &i.host, &i.hello, &smp, r.time_ms);
+            samples += 1;
+        }
+        lines.buf.clear();
+    }
+    let render = t.elapsed().as_secs_f64();
+    println!(
+        "render only (store read, decode, text): {samples} samples, {} points in {render:.2}s: \
+         {:.0} samples/s",
+        lines.lines,
+        samples as f64 / render
+    );
     let pusher = Pusher::new(VmTarget::parse(&vm.url()).unwrap(), Duration::from_secs(60));
     let (s, secs) = vm::backfill(&mut store, &pusher, vm::BATCH_RECORDS, |_| {}).unwrap();
     println!(
