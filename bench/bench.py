@@ -109,6 +109,18 @@ def stats(xs):
     }
 
 
+STARTED = []
+
+
+def stop_all():
+    """Stops every process this driver started that still runs (on any exit)."""
+    for p in reversed(STARTED):
+        try:
+            p.stop(timeout=3)
+        except Exception:
+            pass
+
+
 class Proc:
     """A process this driver started (own session: signals reach only it and its children)."""
 
@@ -125,6 +137,7 @@ class Proc:
             **kw,
         )
         self.pid = self.p.pid
+        STARTED.append(self)
 
     def alive(self):
         return self.p.poll() is None
@@ -139,7 +152,8 @@ class Proc:
                 self.p.wait()
             except ProcessLookupError:
                 pass
-        self.logf.close()
+        if not self.logf.closed:
+            self.logf.close()
 
 
 class Meter:
@@ -477,8 +491,8 @@ def slot_sadc(ctx, window, settle):
 
 def phase_peers(ctx, res):
     window = 8 if ctx.quick else 60
-    window10 = 4 if ctx.quick else 15
-    settle = 2
+    window10 = 4 if ctx.quick else 10
+    settle = 1.5
     rounds = 3
     slots = [
         ("agent_1hz", lambda: slot_agent(ctx, window, settle)),
@@ -685,19 +699,40 @@ def sample_cost(ctx, args):
     }
 
 
-def phase_scaling(ctx, res):
-    procs = [100, 1000, 10000]
-    cores = [2, 16, 64]
-    rows = []
-    for c in cores:
-        for n in procs:
+SCALE_PROCS = [100, 1000, 10000]
+SCALE_CORES = [2, 16, 64]
+BUSY_PROCS = [100, 5000]
+
+
+def make_scaling_trees(ctx):
+    """Writes every tree the scaling phase reads (done during the collector window)."""
+    for c in SCALE_CORES:
+        for n in SCALE_PROCS:
             d = os.path.join(SHM, f"scale-{n}-{c}")
+            if os.path.exists(os.path.join(d, ".done")):
+                continue
             shutil.rmtree(d, ignore_errors=True)
             subprocess.run(
                 [ctx.b("nasprobe-scenario"), "run", "--builtin", "scale", "--procs", str(n), "--cores", str(c), "--once", "--out", d],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
+            open(os.path.join(d, ".done"), "w").close()
+    for n in BUSY_PROCS:
+        d = os.path.join(SHM, f"busy-{n}")
+        if os.path.exists(os.path.join(d, ".done")):
+            continue
+        subprocess.run([ctx.b("sample_cost"), "--make-tree", d, "--procs", str(n)], check=True, stdout=subprocess.DEVNULL)
+        open(os.path.join(d, ".done"), "w").close()
+
+
+def phase_scaling(ctx, res):
+    procs, cores = SCALE_PROCS, SCALE_CORES
+    rows = []
+    make_scaling_trees(ctx)
+    for c in cores:
+        for n in procs:
+            d = os.path.join(SHM, f"scale-{n}-{c}")
             root = os.path.join(d, "scale")
             for scan in ("all", "every:5", "every:30"):
                 count = {"all": 10 if n >= 10000 else 25, "every:5": 20 if n >= 10000 else 50, "every:30": 60}[scan]
@@ -711,9 +746,8 @@ def phase_scaling(ctx, res):
             shutil.rmtree(d, ignore_errors=True)
     # sample_cost's own trees with 8 busy processes (issue 3 asks for 100 and 5,000).
     busy = []
-    for n in (100, 5000):
+    for n in BUSY_PROCS:
         d = os.path.join(SHM, f"busy-{n}")
-        subprocess.run([ctx.b("sample_cost"), "--make-tree", d, "--procs", str(n)], check=True, stdout=subprocess.DEVNULL)
         for scan in ("all", "every:5"):
             r = sample_cost(ctx, ["--proc-root", f"{d}/proc", "--sys-root", f"{d}/sys", "--busy", "8", "--scan", scan, "--count", "25", "--pause-ms", "5"])
             r.update({"procs": n, "scan": scan})
@@ -798,7 +832,7 @@ def start_record(ctx, db, hosts, tag):
     )
 
 
-def phase_collector(ctx, res, during=()):
+def phase_collector(ctx, res, during=(), during2=()):
     """`during`: work run while the 100-agent window is open (callgrind and strace count
     instructions and syscalls, not time; the report's store is generated), to keep the whole
     run under 15 minutes. The collector's figure is CPU time, which other work on the other
@@ -821,22 +855,25 @@ def phase_collector(ctx, res, during=()):
     rec = start_record(ctx, db, hosts, "live")
     errors = []
 
-    def background():
-        for fn in list(during) + [make_store]:
+    def background(fns):
+        for fn in fns:
             try:
                 fn()
             except Exception as e:  # reported after the window
                 errors.append(e)
 
-    th = threading.Thread(target=background)
+    make_store.__name__ = "make_store"
+    lists = [list(during), [make_store] + list(during2)]
+    ths = [threading.Thread(target=background, args=(fns,)) for fns in lists if fns]
     try:
-        time.sleep(5)
+        time.sleep(4)
         c0 = db_count(db)
         m = Meter(rec.pid)
-        th.start()
+        for th in ths:
+            th.start()
         time.sleep(window)
         r = m.end()
-        r["concurrent"] = [getattr(f, "__name__", "?") for f in during] + ["make_store"]
+        r["concurrent"] = [getattr(f, "__name__", "?") for fns in lists for f in fns]
         r["stored"] = db_count(db) - c0
         b = db_query(db, "SELECT avg(length(body)) FROM samples")
         r["sample_body_bytes"] = b[0][0] if b else None
@@ -847,8 +884,9 @@ def phase_collector(ctx, res, during=()):
     finally:
         rec.stop()
         load.stop()
-        if th.ident:
-            th.join()
+        for th in ths:
+            if th.ident:
+                th.join()
     if errors:
         raise errors[0]
     # 2. Backfill: agents holding a full history, a fresh collector.
@@ -942,11 +980,19 @@ def run(argv):
                 fn = (lambda ph: lambda: phases[ph](ctx, res))(ph)
                 fn.__name__ = ph
                 during.append(fn)
+    during2 = []
+    if "collector" in seq and "scaling" in seq:
+        # Scaling trees are written during the collector window, then measured after it.
+        seq.remove("scaling")
+        seq.insert(seq.index("collector") + 1, "scaling")
+        fn = lambda: make_scaling_trees(ctx)
+        fn.__name__ = "scaling trees"
+        during2.append(fn)
     for name in seq:
         t = time.monotonic()
         log(f"phase {name} (load {loadavg()[0]:.2f})")
         if name == "collector":
-            phase_collector(ctx, res, during)
+            phase_collector(ctx, res, during, during2)
         else:
             phases[name](ctx, res)
         res["phase_seconds"][name] = time.monotonic() - t
@@ -962,6 +1008,10 @@ def run(argv):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "run":
+        import atexit
+
+        atexit.register(stop_all)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         run(sys.argv[2:])
     elif len(sys.argv) > 1 and sys.argv[1] == "render":
         import render
