@@ -183,6 +183,10 @@ pub struct Pattern {
     pub every_s: Option<f64>,
     pub new_arguments_each_time: bool,
     pub summary: String,
+    /// What most deaths had in the time before them, against the host's usual (a burst of TCP
+    /// retransmits or timeouts, the link going down, NIC errors, swapping); or that none of it
+    /// was seen (then a watchdog or the program itself is the suspect).
+    pub before_deaths: Vec<String>,
     pub deaths: Vec<DeathContext>,
 }
 
@@ -577,8 +581,13 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
                 }
             })
             .unwrap_or_default();
+        let spans: Vec<(u64, u64)> = deaths
+            .iter()
+            .map(|(t, x)| (t.saturating_sub(death_span_ms(x)), *t))
+            .collect();
+        let before_deaths = before_deaths(s, &spans, &ctx);
         let summary = format!(
-            "{}: `{}` died {} times and came back {} times{}{}",
+            "{}: `{}` died {} times and came back {} times{}{}; {}",
             h.name,
             shape,
             deaths.len(),
@@ -588,7 +597,8 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
                 ", resuming with new arguments each time (a resume token?)"
             } else {
                 ""
-            }
+            },
+            before_deaths.join("; ")
         );
         out.push(Pattern {
             host: h.name.clone(),
@@ -598,10 +608,115 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
             every_s,
             new_arguments_each_time: new_args,
             summary,
+            before_deaths,
             deaths: ctx,
         });
     }
     out
+}
+
+/// What most deaths share in the time before them, compared with the host's usual rates.
+fn before_deaths(s: &HostSeries, spans: &[(u64, u64)], ctx: &[DeathContext]) -> Vec<String> {
+    if ctx.is_empty() {
+        return Vec::new();
+    }
+    // The host's usual rate of TCP retransmits, two ways: over the points outside every
+    // death's span, and the median over a few seconds at a time (short lives leave little
+    // outside the spans). Bursts inflate both: the lower one is the usual.
+    let (mut n, mut secs) = (0.0, 0.0);
+    for (x, p) in s.tcp.retrans.iter().zip(&s.points) {
+        let inside = spans.iter().any(|&(a, b)| p.time_ms > a && p.time_ms <= b);
+        if x.is_finite() && !inside {
+            n += x;
+            secs += p.interval_ms / 1000.0;
+        }
+    }
+    let outside = if secs > 0.0 { n / secs } else { f64::INFINITY };
+    let sm = series::smooth(s);
+    let bucket_rates: Vec<f64> = sm
+        .tcp
+        .retrans
+        .iter()
+        .zip(&sm.points)
+        .map(|(x, p)| x / (p.interval_ms / 1000.0).max(1e-3))
+        .collect();
+    let retrans_usual = outside.min(median(&bucket_rates).unwrap_or(f64::INFINITY));
+    let retrans_usual = if retrans_usual.is_finite() {
+        retrans_usual
+    } else {
+        0.0
+    };
+    let most = |n: usize| n * 3 >= ctx.len() * 2;
+    let per_s = |x: f64, d: &DeathContext| x / d.window_s.max(1.0);
+    let mut out = Vec::new();
+    let burst = |d: &DeathContext| per_s(d.tcp_retransmits, d) >= (3.0 * retrans_usual).max(1.0);
+    let n_burst = ctx.iter().filter(|d| burst(d)).count();
+    let n_timeouts = ctx.iter().filter(|d| d.tcp_timeouts > 0.0).count();
+    let n_resets = ctx.iter().filter(|d| d.tcp_resets > 0.0).count();
+    if most(n_burst) || most(n_timeouts) || most(n_resets) {
+        let rate = mean(
+            &ctx.iter()
+                .map(|d| per_s(d.tcp_retransmits, d))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(0.0);
+        let mut what = vec![format!(
+            "TCP retransmits at {rate:.1}/s (usually {retrans_usual:.1}/s)"
+        )];
+        if most(n_timeouts) {
+            what.push("retransmission timeouts".into());
+        }
+        if most(n_resets) {
+            what.push("connection resets".into());
+        }
+        out.push(format!(
+            "before {} of {} deaths: {} — a network problem (a blip, a keepalive or a peer giving up)",
+            n_burst.max(n_timeouts).max(n_resets),
+            ctx.len(),
+            what.join(", ")
+        ));
+    }
+    let n_down = ctx.iter().filter(|d| d.link_down).count();
+    if most(n_down) {
+        out.push(format!(
+            "before {n_down} of {} deaths the link went down",
+            ctx.len()
+        ));
+    }
+    let n_err = ctx
+        .iter()
+        .filter(|d| d.nic_errors > 0.0 || d.nic_drops > 0.0)
+        .count();
+    if most(n_err) {
+        out.push(format!(
+            "before {n_err} of {} deaths: NIC errors or drops",
+            ctx.len()
+        ));
+    }
+    let n_swap = ctx
+        .iter()
+        .filter(|d| per_s(d.swap_pages, d) >= verdict::SWAP_WALL_PAGES_PS)
+        .count();
+    if most(n_swap) {
+        out.push(format!(
+            "before {n_swap} of {} deaths the host was swapping (memory pressure)",
+            ctx.len()
+        ));
+    }
+    if out.is_empty() {
+        out.push(
+            "no network, link, NIC or memory trouble before the deaths: suspect a watchdog, a \
+             timeout of the application or the program itself"
+                .into(),
+        );
+    }
+    out
+}
+
+/// The span of a death's context, ms: the minute before it, shortened to the process's life.
+fn death_span_ms(x: &nasprobe_proto::ProcessExit) -> u64 {
+    x.lifetime_ms
+        .clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS)
 }
 
 /// The context of a death: the minute before it, shortened to the process's life.
@@ -614,9 +729,7 @@ fn death_context(
     t: u64,
     x: &nasprobe_proto::ProcessExit,
 ) -> DeathContext {
-    let span = x
-        .lifetime_ms
-        .clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS);
+    let span = death_span_ms(x);
     let from = t.saturating_sub(span);
     let idx: Vec<usize> = (0..s.points.len())
         .filter(|&i| s.points[i].time_ms >= from && s.points[i].time_ms <= t)

@@ -690,6 +690,14 @@ fn restarting_process_is_a_pattern_with_context() {
     assert_eq!(p["every_s"], 150.0);
     assert_eq!(p["new_arguments_each_time"], true);
     assert_eq!(p["deaths"].as_array().unwrap().len(), 3);
+    // Nothing on the network, link or memory before the deaths: the hint says so.
+    assert!(
+        p["before_deaths"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no network"),
+        "{p:#}"
+    );
     let kinds: Vec<&str> = r["events"]
         .as_array()
         .unwrap()
