@@ -260,6 +260,32 @@ pub fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
     median(&pick(&n.util(), idx)).unwrap_or(f64::NAN)
 }
 
+/// "; busiest: pigz 3.9 cores (9 threads), smbd 0.1" — the processes using the most CPU.
+fn busiest_processes(s: &HostSeries, idx: &[usize]) -> String {
+    let mut v: Vec<(&String, f64, u16)> = s
+        .procs
+        .iter()
+        .map(|(n, p)| (n, mean(&pick(&p.cores, idx)).unwrap_or(0.0), p.threads))
+        .filter(|p| p.1 >= 0.05)
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if v.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = v
+        .iter()
+        .take(3)
+        .map(|(n, c, t)| {
+            if *t > 1 {
+                format!("{n} {c:.1} cores ({t} threads)")
+            } else {
+                format!("{n} {c:.1} cores")
+            }
+        })
+        .collect();
+    format!("; busiest: {}", list.join(", "))
+}
+
 /// All candidates of one host over the active points.
 pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let mut out = Vec::new();
@@ -333,11 +359,12 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         wall: busy >= CPU_ALL_WALL,
         lone: false,
         sentence: format!(
-            "{h}: {cores} cores {} busy together (per core {}-{}), run queue {:.1}",
+            "{h}: {cores} cores {} busy together (per core {}-{}), run queue {:.1}{}",
             pct(busy),
             pct(if core_min.is_finite() { core_min } else { 0.0 }),
             pct(core_max),
-            median(&pick(&s.run_queue, idx)).unwrap_or(0.0)
+            median(&pick(&s.run_queue, idx)).unwrap_or(0.0),
+            busiest_processes(s, idx)
         ),
     });
 
@@ -672,6 +699,7 @@ fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
         }
         "cpu_all" => {
             v.push("a faster network or disks: every core is busy".to_string());
+            v.push("what would: fewer or lighter jobs at once (compression level, parallel tasks), or a faster CPU".to_string());
         }
         "disk" => {
             v.push(
