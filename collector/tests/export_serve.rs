@@ -120,6 +120,13 @@ fn scrape_endpoint() {
         body.lines()
             .any(|l| l == "nasprobe_events_total{host=\"nas2\",kind=\"process_exit\"} 2")
     );
+    // The verdict over the 5 minutes before the newest sample.
+    assert!(
+        body.contains(
+            "# TYPE nasprobe_verdict_utilization_ratio gauge\nnasprobe_verdict_utilization_ratio{"
+        ),
+        "{body}"
+    );
     // Idle disks read zero, md0 included (it is in the inventory).
     assert!(body.contains("nasprobe_disk_io_time_ratio{host=\"nas1\",device=\"md0\"} 0\n"));
 

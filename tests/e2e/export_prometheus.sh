@@ -7,6 +7,7 @@
 #  3. a real Prometheus (scrape_interval 1s) scrapes it; after two scrapes its HTTP API gives
 #     up == 1, TYPE gauge and the HELP text in its metadata, the hot thread of dst
 #     (synoreplicad, 96% of a core in the scenario) and dst eth0 receiving ~97 MB/s;
+#     and the verdict (cpu_thread on dst, synoreplicad);
 #  4. the agents stop (the newest rates freeze): after two more scrapes Prometheus's values are
 #     exactly the ones `/metrics` serves.
 #
@@ -136,6 +137,9 @@ rx=$(scalar 'nasprobe_network_receive_bytes_per_second{host="dst",device="eth0"}
 python3 -c "import sys; th, rx = float('${th:-nan}'), float('${rx:-nan}'); sys.exit(0 if 0.85 <= th <= 1.05 and 85e6 <= rx <= 110e6 else 1)" ||
     fail "Prometheus: dst synoreplicad thread $th (scenario 0.96), eth0 rx $rx B/s (scenario 97e6)"
 say "Prometheus after two scrapes: dst synoreplicad thread $th of a core, dst eth0 rx $rx B/s"
+v=$(scalar 'nasprobe_verdict_utilization_ratio{resource="cpu_thread",host="dst",process="synoreplicad"}')
+[[ -n $v ]] || fail "verdict: $(query 'nasprobe_verdict_utilization_ratio')"
+say "verdict: cpu_thread on dst, synoreplicad, at $v of a core"
 
 # --- frozen rates: Prometheus holds exactly what /metrics serves --------------------------------
 for p in "${AGENT_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done

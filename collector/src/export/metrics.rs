@@ -194,6 +194,9 @@ metrics! {
         "";
     PROCESS_LIFETIME = "nasprobe_process_exit_lifetime_seconds", Gauge, ["process"],
         "How long a process lived, at the time of its exit event; pushed and exported only", "";
+    VERDICT = "nasprobe_verdict_utilization_ratio", Gauge, ["resource", "device", "process", "thread"],
+        "The wall the verdict names over the last 5 minutes (resource cpu_thread, cpu_all, disk, nic, memory, or none without host), 0..1 of its ceiling",
+        "";
     EVENTS_TOTAL = "nasprobe_events_total", Counter, ["kind"],
         "Events stored per kind (scrape endpoint only; retention removes old ones, which reads as a counter reset)",
         "";

@@ -11,6 +11,7 @@
 pub mod format;
 pub mod metrics;
 pub mod serve;
+pub mod verdict;
 pub mod vm;
 
 use std::io::Write as _;

@@ -47,6 +47,17 @@ pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::
         };
         emit_sample(&mut pts, &host, &inst.hello, &s, time_ms);
     }
+    // The verdict over the 5 minutes before the newest sample.
+    if let Some(newest) = pts
+        .0
+        .iter()
+        .filter(|p| p.metric.name == LAST_SAMPLE.name)
+        .map(|p| p.ts_ms)
+        .max()
+        && max_age.is_none_or(|a| now_ms.saturating_sub(newest) <= a.as_millis() as u64)
+    {
+        super::verdict::emit_verdict(&mut pts, store, newest)?;
+    }
     for (host, kind, n) in store.event_counts()? {
         pts.point(
             EVENTS_TOTAL,

@@ -641,6 +641,9 @@ async fn run(
     let mut wait = Duration::from_millis(250);
     let mut last_error: Option<String> = None;
     let mut stop_at: Option<Instant> = None;
+    // The verdict goes once a minute (best effort: not stored, so not sent later if lost).
+    let minute = |ms: u64| ms / 60_000;
+    let mut verdict_sent = minute(crate::conn::now_ms());
     loop {
         if stop.load(Ordering::SeqCst) && stop_at.is_none() {
             stop_at = Some(Instant::now() + opts.drain);
@@ -648,11 +651,28 @@ async fn run(
         let (mut store, mut st) = held.take().expect("state is put back");
         let p = pusher.clone();
         let n = opts.batch_records;
+        let now_min = minute(crate::conn::now_ms());
+        let verdict_at = (now_min > verdict_sent).then_some(now_min * 60_000);
         let (s, t, r) = smol::unblock(move || {
             let r = push_batch(&mut store, &p, &mut st, n);
+            if let (Ok(None), Some(at)) = (&r, verdict_at) {
+                let mut lines = PromLines::default();
+                let sent = super::verdict::emit_verdict(&mut lines, &store, at)
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| match lines.buf.is_empty() {
+                        true => Ok(()),
+                        false => p.import(&lines.buf).map_err(|e| e.to_string()),
+                    });
+                if let Err(e) = sent {
+                    log::info!("export: verdict at {at}: {e}");
+                }
+            }
             (store, st, r)
         })
         .await;
+        if matches!(r, Ok(None)) && verdict_at.is_some() {
+            verdict_sent = now_min;
+        }
         held = Some((s, t));
         let pause = match r {
             Ok(Some(b)) => {
