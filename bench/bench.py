@@ -909,7 +909,7 @@ def phase_collector(ctx, res, during=(), during2=()):
         load.stop()
     # 3. report over 24 h of 10 hosts (the store was written during the live window).
     db = report_db
-    times, rss = [], []
+    times, rss, cpus = [], [], []
     for _ in range(3):
         t = time.monotonic()
         jpath = os.path.join(ctx.work, "report.json")
@@ -918,6 +918,7 @@ def phase_collector(ctx, res, during=(), during2=()):
             _, status, ru = os.wait4(p.pid, 0)
         times.append(time.monotonic() - t)
         rss.append(ru.ru_maxrss)
+        cpus.append(ru.ru_utime + ru.ru_stime)
         outp = open(jpath, "rb").read()
     out["report"] = {
         "hosts": 10,
@@ -926,6 +927,7 @@ def phase_collector(ctx, res, during=(), during2=()):
         "make_store": mk["r"].stdout.strip(),
         "seconds": stats(times),
         "maxrss_kib": stats(rss),
+        "cpu_seconds": stats(cpus),
         "db_bytes": os.path.getsize(db),
         "exit_status": status,
         "json_bytes": len(outp),

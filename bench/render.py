@@ -327,7 +327,7 @@ def sec_collector(r):
         f"until every sample is in SQLite | **{f(bf['samples_per_s'])} samples/s** end to end ({bf['samples']:,} samples in "
         f"{bf['seconds']:.2f} s; collector CPU {bf['cpu_ns'] / 1e9:.2f} s, peak RSS {f(bf['hwm_kib'] / 1024, 1)} MiB) |",
         f"| `nasprobe report --json` over {rp['hours']} h of {rp['hosts']} hosts ({rp['samples']:,} samples, "
-        f"{rp['db_bytes'] / 1e6:,.0f} MB database) | {mmm(rp['seconds'], 2)} s (3 runs; peak RSS {f(med(rp['maxrss_kib'], 1 / 1024), 0)} MiB) |",
+        f"{rp['db_bytes'] / 1e6:,.0f} MB database) | {mmm(rp['seconds'], 2)} s wall (3 runs; CPU {mmm(rp.get('cpu_seconds'), 2)} s; peak RSS {f(med(rp['maxrss_kib'], 1 / 1024), 0)} MiB) |",
         "",
         f"The store was written with the store API (`load_agents make-store`: {rp['make_store']}).",
         ""

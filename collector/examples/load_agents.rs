@@ -14,6 +14,8 @@
 //! agent (also to `--hosts-out`), then `ready`; runs until killed. Agent starts are staggered
 //! across the interval, as independent NAS boxes are.
 //!
+//! `sizes`: the encoded size of the reference NAS sample, part by part (the wire budget).
+//!
 //! `make-store`: writes `hosts` × `hours` × 3600 s / interval samples through the store API
 //! (batches of 1000, as the collector's store task does), ending now, for `nasprobe report`.
 
@@ -48,6 +50,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("serve") => serve(&args),
         Some("make-store") => make_store(&args),
+        Some("sizes") => sizes(),
         _ => {
             eprintln!(
                 "usage: load_agents serve --agents N --token-file F [--interval-ms MS] [--history H] [--hosts-out FILE]\n       load_agents make-store DB [--hosts 10] [--hours 24] [--interval-ms 1000]"
@@ -262,5 +265,37 @@ fn make_store(args: &[String]) {
         "make-store: {total} records ({hosts} hosts x {per_host}) in {dt:.1}s = {:.0}/s; {} bytes",
         total as f64 / dt,
         std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0)
+    );
+}
+
+macro_rules! sz {
+    ($e:expr) => {
+        postcard::to_allocvec(&$e).map(|v| v.len()).unwrap_or(0)
+    };
+}
+
+fn sizes() {
+    let x = nas_sample(5);
+    println!("sample body {} bytes", sz!(x));
+    println!("  cpu_total {}", sz!(x.cpu_total));
+    println!("  cpus ({}) {}", x.cpus.len(), sz!(x.cpus));
+    println!("  top ({}) {}", x.top.len(), sz!(x.top));
+    let comm: usize = x.top.iter().map(|p| p.comm.len() + 1).sum();
+    println!("    of which comm strings {comm}");
+    println!("  disks ({}) {}", x.disks.len(), sz!(x.disks));
+    println!("  nics ({}) {}", x.nics.len(), sz!(x.nics));
+    println!("  memory {}", sz!(x.memory));
+    println!("  vm {}", sz!(x.vm));
+    println!("  tcp {}", sz!(x.tcp));
+    println!("  agent {}", sz!(x.agent));
+    let rec = Record {
+        seq: 86_400,
+        time_ms: now_ms(),
+        body: RecordBody::Sample(x),
+    };
+    let mut buf = vec![0u8; 70_000];
+    println!(
+        "frame (length prefix, version, message tag, seq, time, body) {} bytes",
+        encode_frame(&Message::Record(rec), &mut buf).expect("encodes")
     );
 }
