@@ -574,6 +574,18 @@ pub fn json_event(o: &mut String, e: &Event) {
     o.push('\n');
 }
 
+/// An optional counter for people: the value, or "n/a" when the kernel lacks it.
+struct Opt(Option<u32>);
+
+impl std::fmt::Display for Opt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("n/a"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -587,17 +599,5 @@ mod tests {
             .opt("x", None::<u8>)
             .end();
         assert_eq!(o, r#"{"a":"q\"b\\\u000a","n":3,"x":null}"#);
-    }
-}
-
-/// An optional counter for people: the value, or "n/a" when the kernel lacks it.
-struct Opt(Option<u32>);
-
-impl std::fmt::Display for Opt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(v) => write!(f, "{v}"),
-            None => f.write_str("n/a"),
-        }
     }
 }

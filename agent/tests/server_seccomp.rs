@@ -23,6 +23,11 @@ const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
 #[cfg(target_arch = "aarch64")]
 const FIRST_AFTER_3_10: u32 = 274; // sched_setattr in the generic table
 
+#[cfg(target_arch = "arm")]
+const ARCH: u32 = 0x4000_0028; // AUDIT_ARCH_ARM (EABI, little endian)
+#[cfg(target_arch = "arm")]
+const FIRST_AFTER_3_10: u32 = 380; // sched_setattr; 379 finit_module is the last of 3.10
+
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 
@@ -82,6 +87,13 @@ fn install(prog: &[libc::sock_filter]) -> std::io::Result<()> {
 
 #[test]
 fn agent_serves_with_every_post_3_10_syscall_failing_with_enosys() {
+    // qemu-user does not emulate seccomp filters: under emulation there is nothing to test.
+    if std::env::var_os("NASPROBE_AGENT_RUNNER").is_some_and(|r| !r.is_empty()) {
+        eprintln!(
+            "skipped: seccomp filters do not work under qemu-user (NASPROBE_AGENT_RUNNER set)"
+        );
+        return;
+    }
     // Sanity: the filter does what it says, in a child process of our own.
     let prog = filter();
     // SAFETY: the child only calls async-signal-safe functions and _exit.
