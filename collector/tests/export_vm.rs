@@ -337,7 +337,7 @@ fn kill_mid_export_no_gap_no_duplicate() {
             let sent = b.samples + b.events;
             if !paused && sent >= 2 * n / 4 {
                 paused = true;
-                std::thread::sleep(Duration::from_secs(12));
+                std::thread::sleep(Duration::from_secs(15));
             }
             tx.send(sent).ok();
         })
