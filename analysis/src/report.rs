@@ -160,8 +160,9 @@ pub struct DeathContext {
     pub pid: u32,
     pub lifetime_s: f64,
     pub cmdline: String,
-    /// Seconds before the death the figures below cover: the minute before, or the process's
-    /// life when it was shorter (at least 5 s), so one death's context never holds the last.
+    /// Seconds before the death the figures below cover: the minute before, or the second half
+    /// of the process's life when that is shorter (at least 2 s), so one death's context never
+    /// holds the previous one's and the first half of the life gives the usual rates.
     pub window_s: f64,
     pub tcp_retransmits: f64,
     pub tcp_resets: f64,
@@ -581,11 +582,15 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
                 }
             })
             .unwrap_or_default();
-        let spans: Vec<(u64, u64)> = deaths
+        // Per death: the rest of its life before its context window, for the usual rates.
+        let earlier: Vec<(u64, u64)> = deaths
             .iter()
-            .map(|(t, x)| (t.saturating_sub(death_span_ms(x)), *t))
+            .map(|(t, x)| {
+                let ctx_from = t.saturating_sub(death_span_ms(x));
+                (t.saturating_sub(x.lifetime_ms), ctx_from)
+            })
             .collect();
-        let before_deaths = before_deaths(s, &spans, &ctx);
+        let before_deaths = before_deaths(s, &earlier, &ctx);
         let summary = format!(
             "{}: `{}` died {} times and came back {} times{}{}; {}",
             h.name,
@@ -616,35 +621,34 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
 }
 
 /// What most deaths share in the time before them, compared with the host's usual rates.
-fn before_deaths(s: &HostSeries, spans: &[(u64, u64)], ctx: &[DeathContext]) -> Vec<String> {
+fn before_deaths(s: &HostSeries, earlier: &[(u64, u64)], ctx: &[DeathContext]) -> Vec<String> {
     if ctx.is_empty() {
         return Vec::new();
     }
-    // The host's usual rate of TCP retransmits, two ways: over the points outside every
-    // death's span, and the median over a few seconds at a time (short lives leave little
-    // outside the spans). Bursts inflate both: the lower one is the usual.
+    // The usual rate of TCP retransmits: over the earlier part of each dead process's life
+    // (before its context window); without any, the quieter half of the host's window.
     let (mut n, mut secs) = (0.0, 0.0);
     for (x, p) in s.tcp.retrans.iter().zip(&s.points) {
-        let inside = spans.iter().any(|&(a, b)| p.time_ms > a && p.time_ms <= b);
-        if x.is_finite() && !inside {
+        let inside = earlier
+            .iter()
+            .any(|&(a, b)| p.time_ms > a && p.time_ms <= b);
+        if x.is_finite() && inside {
             n += x;
             secs += p.interval_ms / 1000.0;
         }
     }
-    let outside = if secs > 0.0 { n / secs } else { f64::INFINITY };
-    let sm = series::smooth(s);
-    let bucket_rates: Vec<f64> = sm
-        .tcp
-        .retrans
-        .iter()
-        .zip(&sm.points)
-        .map(|(x, p)| x / (p.interval_ms / 1000.0).max(1e-3))
-        .collect();
-    let retrans_usual = outside.min(median(&bucket_rates).unwrap_or(f64::INFINITY));
-    let retrans_usual = if retrans_usual.is_finite() {
-        retrans_usual
+    let retrans_usual = if secs >= 1.0 {
+        n / secs
     } else {
-        0.0
+        let sm = series::smooth(s);
+        let rates: Vec<f64> = sm
+            .tcp
+            .retrans
+            .iter()
+            .zip(&sm.points)
+            .map(|(x, p)| x / (p.interval_ms / 1000.0).max(1e-3))
+            .collect();
+        crate::stats::percentile(&rates, 0.25).unwrap_or(0.0)
     };
     let most = |n: usize| n * 3 >= ctx.len() * 2;
     let per_s = |x: f64, d: &DeathContext| x / d.window_s.max(1.0);
@@ -713,15 +717,15 @@ fn before_deaths(s: &HostSeries, spans: &[(u64, u64)], ctx: &[DeathContext]) -> 
     out
 }
 
-/// The span of a death's context, ms: the minute before it, shortened to the process's life.
+/// The span of a death's context, ms: the minute before it, or the second half of the
+/// process's life when that is shorter (the first half then gives the usual rates), at least 2 s.
 fn death_span_ms(x: &nasprobe_proto::ProcessExit) -> u64 {
-    x.lifetime_ms
-        .clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS)
+    (x.lifetime_ms / 2).clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS)
 }
 
-/// The context of a death: the minute before it, shortened to the process's life.
+/// Bounds of a death's context.
 const DEATH_CONTEXT_MAX_MS: u64 = 60_000;
-const DEATH_CONTEXT_MIN_MS: u64 = 5_000;
+const DEATH_CONTEXT_MIN_MS: u64 = 2_000;
 
 fn death_context(
     h: &HostData,

@@ -771,6 +771,64 @@ fn first_run_without_a_token_and_resumes_with_one_are_one_pattern() {
 }
 
 #[test]
+fn deaths_after_tcp_bursts_point_at_the_network() {
+    let mut h = host_data(&atom("src"), 400, |_| Load {
+        nics: vec![(0, 0.1, 50.0)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let t0 = h.samples[0].time_ms;
+    let deaths: Vec<u64> = (1..=3).map(|k| t0 + k * 120_000).collect();
+    // 0.5 retransmits/s usually; 30/s in the 10 s before each death.
+    for (i, ts) in h.samples.iter_mut().enumerate() {
+        let mut smp = ts.decode().unwrap();
+        let burst = deaths
+            .iter()
+            .any(|&d| ts.time_ms <= d && ts.time_ms + 10_000 > d);
+        smp.tcp = Some(TcpActivity {
+            retrans_segs: if burst { 30 } else { (i % 2) as u32 },
+            ..Default::default()
+        });
+        *ts = TimedSample::new(ts.time_ms, ts.instance, ts.seq, &smp);
+    }
+    for (k, &d) in deaths.iter().enumerate() {
+        let info = |pid: u32| ProcessInfo {
+            pid,
+            ppid: 1,
+            comm: hs("btrfs"),
+            cmdline: hs(&format!("btrfs send -k {} /v", 100 + pid)),
+            start_ticks: pid as u64,
+        };
+        h.events.push(TimedEvent {
+            time_ms: d,
+            instance: 0,
+            seq: 0,
+            event: Event::ProcessExit(ProcessExit {
+                process: info(500 + k as u32),
+                lifetime_ms: 118_000,
+                cpu_ticks: 100,
+            }),
+        });
+        h.events.push(TimedEvent {
+            time_ms: d + 2_000,
+            instance: 0,
+            seq: 0,
+            event: Event::ProcessStart(info(501 + k as u32)),
+        });
+    }
+    let r = json(&[h]);
+    let p = &r["patterns"][0];
+    let hint = p["before_deaths"][0].as_str().unwrap();
+    assert!(
+        hint.starts_with("before 3 of 3 deaths: TCP retransmits"),
+        "{p:#}"
+    );
+    assert!(hint.contains("usually 0.5/s"), "{hint}");
+    assert_eq!(p["deaths"][0]["window_s"], 59.0);
+    assert!(p["summary"].as_str().unwrap().contains("a network problem"));
+}
+
+#[test]
 fn progress_and_eta_from_a_sampled_mount() {
     let mut dst = host_data(&atom("dst"), 600, |_| Load {
         nics: vec![(0, 97.0, 1.7)],
