@@ -84,6 +84,13 @@ FEATURES = [
 ]
 
 
+def la(P, k):
+    """Median 1-minute load average at the start of this peer's windows."""
+    ws = P["raw"].get(k, [])
+    xs = sorted(w.get("load1") for w in ws if w.get("load1") is not None)
+    return f"{xs[len(xs) // 2]:.1f}" if xs else "n/a"
+
+
 def sec_peers(r):
     P = r.get("peers")
     if not P:
@@ -114,8 +121,8 @@ def sec_peers(r):
         f"50 s, so it cannot resolve the agent. RSS and peak RSS (VmRSS, VmHWM) at the end of a window. "
         f"Figures are min / **median** / max over the windows.",
         "",
-        "| peer | CPU µs per sample | (ticks) | RSS MiB | peak RSS MiB | bytes per sample | measured as | binary |",
-        "|---|---|---|---|---|---|---|---|",
+        "| peer | CPU µs per sample | (ticks) | RSS MiB | peak RSS MiB | bytes per sample | measured as | binary | load avg |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, k, how, size in rows:
         x = s.get(k)
@@ -127,7 +134,7 @@ def sec_peers(r):
         out.append(
             f"| {name} | {mmm(x['cpu_us_per_sample'])} | {f(med(x['ticks_us_per_sample']))} | "
             f"{mmm(x['rss_kib'], 2, 1 / 1024)} | {mmm(x['hwm_kib'], 2, 1 / 1024)} | "
-            f"{mmm(x['bytes_per_sample'])}{extra} | {how} | {size / 1024:,.0f} KiB |"
+            f"{mmm(x['bytes_per_sample'])}{extra} | {how} | {size / 1024:,.0f} KiB | {la(P, k)} |"
         )
     a = s["agent"]
     out += [
