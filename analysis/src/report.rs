@@ -557,7 +557,9 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
                     .any(|&x| x + RESTART_EARLY_MS >= *t && x < until.max(*t + 1))
             })
             .count();
-        if deaths.len() < 2 && restarts == 0 {
+        // A pattern is a command that died and came back more than once; a single death
+        // is in the events already.
+        if deaths.len() < 2 || restarts == 0 {
             continue;
         }
         let times: Vec<f64> = deaths.iter().map(|d| d.0 as f64).collect();

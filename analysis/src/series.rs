@@ -70,6 +70,8 @@ pub struct NicSeries {
     pub mtu: u32,
     pub is_bond: bool,
     pub slaves: Vec<String>,
+    /// The speed was given by the agent's `--link-speed`, not negotiated by the NIC.
+    pub speed_configured: bool,
 }
 
 impl NicSeries {
@@ -313,6 +315,7 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
         };
         let ns = s.nics.entry(info.name.as_str().to_string()).or_default();
         ns.mtu = info.mtu;
+        ns.speed_configured = info.speed_override_mbit.is_some();
         ns.is_bond = info.is_bond;
         ns.slaves = info.slaves.iter().map(|x| x.as_str().to_string()).collect();
         let fill = |v: &mut Vec<f64>, x: f64| push_at(v, i, x);
@@ -617,6 +620,7 @@ pub fn smooth(s: &HostSeries) -> HostSeries {
                         mtu: x.mtu,
                         is_bond: x.is_bond,
                         slaves: x.slaves.clone(),
+                        speed_configured: x.speed_configured,
                     },
                 )
             })

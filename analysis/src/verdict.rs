@@ -237,7 +237,8 @@ pub fn grade_1gbe(mb_s: f64) -> &'static str {
 
 pub fn round2(x: f64) -> f64 {
     if x.is_finite() {
-        (x * 100.0).round() / 100.0
+        // `+ 0.0` turns -0.0 into 0.0 (it would print as "-0").
+        (x * 100.0).round() / 100.0 + 0.0
     } else {
         0.0
     }
@@ -445,6 +446,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         }
     }
     if let Some((name, util, rate, speed)) = nic_best {
+        let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
         let util = util.max(0.0);
         let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
         let speed_txt = if speed > 0.0 {
@@ -473,9 +475,14 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             sentence: format!(
                 "{h}: {name} at {speed_txt}, {} of the link{}",
                 pct(util),
-                if slow_link {
+                if slow_link && configured {
                     format!(
-                        " — negotiated at {} Mb/s, below gigabit",
+                        " — a {} Mb/s link (speed set by --link-speed)",
+                        (speed * 8.0 / 1e6).round()
+                    )
+                } else if slow_link {
+                    format!(
+                        " — negotiated at {} Mb/s, below gigabit: check the cable, the switch port and autonegotiation",
                         (speed * 8.0 / 1e6).round()
                     )
                 } else {
