@@ -8,7 +8,7 @@
 mod server_common;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -77,8 +77,7 @@ fn secrets_in_command_lines_never_reach_the_wire() {
 }
 
 fn redact_body() {
-    let root =
-        PathBuf::from(std::env::temp_dir()).join(format!("nasprobe-redact-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("nasprobe-redact-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join("sys")).unwrap();
     write_tree(&root, 0);
