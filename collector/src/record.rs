@@ -85,6 +85,14 @@ pub fn run(
         );
     }
     let store = store?;
+    for h in live.snapshot() {
+        if let Some(b) = &h.bad {
+            eprintln!(
+                "nasprobe: {} marked bad ({} records rejected): {b}",
+                h.name, h.rejected
+            );
+        }
+    }
     let committed = live.committed.load(std::sync::atomic::Ordering::Relaxed);
     eprintln!(
         "nasprobe: stored {committed} records in {} ({})",
