@@ -140,16 +140,20 @@ pub fn format_cmdline<'p>(
             }
             if let Some(at) = find_ci(arg, p) {
                 let mut end = at + p.len();
-                if end == arg.len() {
-                    if at == 0 {
-                        mask_next = true;
-                    }
-                } else {
-                    if !p.ends_with(b"=") && arg[end] == b'=' {
-                        end += 1;
-                    }
-                    cut = Some(cut.map_or(end, |c: usize| c.min(end)));
+                if end < arg.len() && !p.ends_with(b"=") && arg[end] == b'=' {
+                    end += 1;
                 }
+                if end == arg.len() {
+                    // Nothing follows the pattern in this argument: the value, if any, is the
+                    // next one (`--password X`, `password= X`, `x-token= X`). Found by fuzzing:
+                    // `password=` ending an argument that is not the pattern itself let the next
+                    // argument through.
+                    mask_next = true;
+                    if !arg.ends_with(b"=") {
+                        continue;
+                    }
+                }
+                cut = Some(cut.map_or(end, |c: usize| c.min(end)));
             }
         }
         match cut {
@@ -265,6 +269,20 @@ mod tests {
             "x --password=***"
         );
         assert_eq!(fmt(b"x\0--TOKEN=abc\0", &[], 256), "x --TOKEN=***");
+        // A pattern ending its argument: the next argument is the value.
+        assert_eq!(
+            fmt(b"a\0password=\0hunter2\0", &[], 256),
+            "a password=*** ***"
+        );
+        assert_eq!(
+            fmt(b"a\0-password=\0hunter1\0b", &[], 256),
+            "a -password=*** *** b"
+        );
+        assert_eq!(
+            fmt(b"a\0--password=\0hunter2\0", &[], 256),
+            "a --password=*** ***"
+        );
+        assert_eq!(fmt(b"a\0x-token=\0t\0", &[], 256), "a x-token=*** ***");
         assert_eq!(fmt(b"curl\0-u\0me:pw\0", &[b"-u"], 256), "curl -u ***");
         assert_eq!(fmt(b"abcdef\0ghi", &[], 4), "abcd");
         assert_eq!(fmt(b"ab\0cd", &[], 3), "ab ");
