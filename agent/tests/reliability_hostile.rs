@@ -274,7 +274,13 @@ fn hostile_body() {
     let hostile_s = h0.elapsed().as_secs_f64();
     let rss1 = status_kib(pid, "VmRSS:");
     let hwm = status_kib(pid, "VmHWM:");
-    let fd1 = fd_count(pid);
+    // Connections the agent is closing right now may still hold a descriptor: let them go.
+    let mut fd1 = fd_count(pid);
+    let settle = Instant::now() + Duration::from_secs(5);
+    while fd1 > fd0 + 2 && Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(100));
+        fd1 = fd_count(pid);
+    }
     let cpu_s = (cpu_ticks(pid) - cpu0) as f64 / 100.0;
     stop.store(true, Ordering::SeqCst);
     let good_records = reader.join().unwrap();
@@ -306,10 +312,14 @@ fn hostile_body() {
         good_records as f64 >= expected * 0.8,
         "the collector got {good_records} records in {hostile_s:.1} s"
     );
-    assert!(rss1 <= rss0 + 512, "RSS grew: {rss0} -> {rss1} KiB");
     assert!(fd1 <= fd0 + 2, "fds leaked: {fd0} -> {fd1}");
-    assert!(
-        cpu_s / hostile_s < 0.25,
-        "agent used {cpu_s:.2} s CPU in {hostile_s:.1} s"
-    );
+    // Under qemu-user the process measured is the emulator: its memory and CPU are not the
+    // agent's, so the budgets are checked natively only.
+    if std::env::var_os("NASPROBE_AGENT_RUNNER").is_none_or(|r| r.is_empty()) {
+        assert!(rss1 <= rss0 + 512, "RSS grew: {rss0} -> {rss1} KiB");
+        assert!(
+            cpu_s / hostile_s < 0.25,
+            "agent used {cpu_s:.2} s CPU in {hostile_s:.1} s"
+        );
+    }
 }

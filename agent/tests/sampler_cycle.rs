@@ -278,16 +278,8 @@ fn take(s: &mut Sampler, out: &mut Sample) -> (bool, Vec<Event>) {
 }
 
 fn hz_is_100() -> bool {
-    // SAFETY: sysconf has no preconditions.
-    (unsafe { libc_sysconf_clk_tck() }) == HZ as i64
-}
-
-unsafe extern "C" {
-    fn sysconf(name: i32) -> i64;
-}
-unsafe fn libc_sysconf_clk_tck() -> i64 {
-    // _SC_CLK_TCK is 2 on Linux.
-    unsafe { sysconf(2) }
+    // SAFETY: sysconf has no preconditions. Compared in c_long, 32 bits wide on armv7.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) == HZ as libc::c_long
 }
 
 #[test]
