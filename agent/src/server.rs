@@ -564,7 +564,7 @@ impl Server {
         }
         sample.agent.clients = self.clients.iter().flatten().count().min(255) as u8;
         rec.seq = self.ring.next_seq();
-        rec.time_ms = wall_ms();
+        rec.time_ms = self.sampler.sample_wall_ms();
         match encode_frame(&self.sample_msg, &mut self.scratch) {
             Ok(n) => {
                 push_frame(&mut self.ring, &self.scratch[..n], &mut self.clients);

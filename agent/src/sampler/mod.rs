@@ -89,6 +89,9 @@ pub struct Sampler {
     log_mount: Once,
     // self
     last_mono_us: u64,
+    /// Wall clock (ms since the epoch) read together with `last_mono_us`: the end of the
+    /// interval of the last sample, which is the time its record carries.
+    last_wall_ms: u64,
     last_cpu_us: u64,
     statm: Option<OwnedFd>,
 }
@@ -133,6 +136,7 @@ impl Sampler {
             mounts: cfg.mounts.iter().take(MAX_MOUNTS).cloned().collect(),
             log_mount: Once::default(),
             last_mono_us: 0,
+            last_wall_ms: 0,
             last_cpu_us: 0,
             statm: io::open_raw(libc::AT_FDCWD, statm, libc::O_RDONLY).ok(),
             proc,
@@ -214,6 +218,13 @@ impl Sampler {
         }
     }
 
+    /// Wall clock at the end of the last sample's interval, ms since the epoch: read at the
+    /// same moment as the monotonic clock that measured the interval, so that a host too busy
+    /// to run the agent promptly does not shift record times against their intervals.
+    pub fn sample_wall_ms(&self) -> u64 {
+        self.last_wall_ms
+    }
+
     /// Processes tracked now, and times the table was full (for `sample` and the bench).
     pub fn process_stats(&self) -> (usize, u32) {
         (self.procs.tracked(), self.procs.table_full)
@@ -225,6 +236,7 @@ impl Sampler {
         let now_us = mono_us();
         out.interval_us = u32s(now_us.saturating_sub(self.last_mono_us));
         self.last_mono_us = now_us;
+        self.last_wall_ms = wall_ms();
 
         self.cpu(out, priming);
         let target = if priming { None } else { Some(&mut *out) };
@@ -497,4 +509,10 @@ pub fn empty_sample() -> Sample {
         mounts: heapless::Vec::new(),
         agent: AgentSelf::default(),
     }
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
