@@ -153,7 +153,11 @@ impl Agent {
         let mut agent_nonce = [0u8; 32];
         agent_nonce[..8].copy_from_slice(&self.instance_id.to_le_bytes());
         agent_nonce[8..16].copy_from_slice(&now_ms().to_le_bytes());
-        send(&mut c, &mut buf, &Message::Challenge(Challenge { agent_nonce }))?;
+        send(
+            &mut c,
+            &mut buf,
+            &Message::Challenge(Challenge { agent_nonce }),
+        )?;
         let Message::Auth(a) = recv(&mut c)? else {
             return Ok(());
         };
@@ -183,7 +187,8 @@ impl Agent {
             let newest = self.newest();
             while next <= newest {
                 let rec = record(next, self.started_ms, self.interval_ms);
-                let n = encode_frame(&Message::Record(rec), &mut buf).map_err(std::io::Error::other)?;
+                let n =
+                    encode_frame(&Message::Record(rec), &mut buf).map_err(std::io::Error::other)?;
                 w.write_all(&buf[..n])?;
                 next += 1;
             }
@@ -237,7 +242,11 @@ fn make_store(args: &[String]) {
         hello.host_name.clear();
         let _ = hello.host_name.push_str(&format!("nas{h:02}"));
         let reg = s
-            .register(&format!("nas{h:02}"), &format!("10.0.0.{}:7451", h + 1), &hello)
+            .register(
+                &format!("nas{h:02}"),
+                &format!("10.0.0.{}:7451", h + 1),
+                &hello,
+            )
             .expect("register");
         let mut batch = Vec::with_capacity(1000);
         for seq in 1..=per_host {
