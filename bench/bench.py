@@ -621,7 +621,7 @@ def phase_strace(ctx, res):
 def callgrind_ir(ctx, args, tag):
     out = os.path.join(ctx.work, f"callgrind.{tag}.out")
     subprocess.run(
-        ["valgrind", "--tool=callgrind", "--toggle-collect=nasprobe_agent::sampler::Sampler::sample", f"--callgrind-out-file={out}"] + args,
+        ["valgrind", "--tool=callgrind", "--toggle-collect=*nasprobe_agent::sampler::Sampler*::sample", f"--callgrind-out-file={out}"] + args,
         stdout=subprocess.DEVNULL,
         stderr=open(ctx.logfile("callgrind"), "ab"),
         check=True,

@@ -54,6 +54,10 @@ def machine_line(r):
         f"load average at start {la0}, at end {la1}"
         + (" — **quick mode** (short windows: development figures, not the record)" if r.get("quick") else "")
         + f". Command: `{r['command']}` ({r.get('seconds', 0) / 60:.1f} min)."
+        + "".join(
+            f" Rerun of `{p['only']}` alone: {p['date']}, commit `{p.get('commit')}`, load {p['loadavg'][0]:.2f}."
+            for p in r.get("partial_runs", [])
+        )
     )
 
 
@@ -219,7 +223,7 @@ def sec_callgrind(r):
         "## Instructions per sample (callgrind)",
         "",
         "Repeatable on a noisy machine. `valgrind --tool=callgrind "
-        "--toggle-collect=nasprobe_agent::sampler::Sampler::sample` over `sample_cost` (the sampler in a "
+        "--toggle-collect='*nasprobe_agent::sampler::Sampler*::sample'` over `sample_cost` (the sampler in a "
         "loop; release profile plus line tables) for N1 and N2 samples; instructions per sample = "
         "(Ir(N2) − Ir(N1)) / (N2 − N1), so the first (priming) sample cancels out. Only `Sampler::sample` "
         "is counted (not the harness, nor the tree rewrites of `--busy`, nor the server's encoding and "
