@@ -16,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(used > LEN_PREFIX && used <= data.len() && used - LEN_PREFIX <= max);
                 let mut buf = [0u8; LEN_PREFIX + MAX_FRAME_LEN];
                 let n = encode_frame(&msg, &mut buf).expect("a decoded message re-encodes");
-                assert!(n <= used, "re-encoding ({n} bytes) longer than the input ({used})");
+                assert!(
+                    n <= used,
+                    "re-encoding ({n} bytes) longer than the input ({used})"
+                );
                 let (back, used2) = decode_frame(&buf[..n], max)
                     .expect("the re-encoding decodes")
                     .expect("the re-encoding is a whole frame");
