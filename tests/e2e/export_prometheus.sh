@@ -18,31 +18,12 @@
 #   NASPROBE_BIN_DIR=DIR ...             use nasprobe, nasprobe-agent, nasprobe-scenario from DIR
 #   NASPROBE_KEEP=1 ...                  keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "export_prometheus: $*"; }
-fail() {
-    echo "export_prometheus: FAIL: $*" >&2
-    exit 1
-}
-START=$SECONDS
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    say "building nasprobe, nasprobe-agent and nasprobe-scenario"
-    cargo build -q -p nasprobe -p nasprobe-agent -p nasprobe-testkit
-    BIN="$TARGET_DIR/debug"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
-NP="$BIN/nasprobe"
-AGENT="$BIN/nasprobe-agent"
-SCEN="$BIN/nasprobe-scenario"
-for b in "$NP" "$AGENT" "$SCEN"; do [[ -x $b ]] || fail "missing $b"; done
+E2E_NAME=export_prometheus
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 for t in python3 curl; do command -v $t >/dev/null || fail "$t missing"; done
 
-BASE_TMP=/tmp
-[[ -d /dev/shm && -w /dev/shm ]] && BASE_TMP=/dev/shm
-TMP="$(mktemp -d "$BASE_TMP/nasprobe-export-prom.XXXXXX")"
+TMP="$(e2e_tmpdir export-prom)"
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done

@@ -23,26 +23,9 @@
 #   NASPROBE_RECORD=12s ...                        record this long per scenario (default 12s)
 #   NASPROBE_KEEP=1 ...                            keep the temp folder (trees, dbs, reports)
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "verdict_scenarios: $*"; }
-fail() {
-    echo "verdict_scenarios: FAIL: $*" >&2
-    exit 1
-}
-START=$SECONDS
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    say "building nasprobe, nasprobe-agent and nasprobe-scenario"
-    cargo build -q -p nasprobe -p nasprobe-agent -p nasprobe-testkit
-    BIN="$TARGET_DIR/debug"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
-NP="$BIN/nasprobe"
-AGENT="$BIN/nasprobe-agent"
-SCEN="$BIN/nasprobe-scenario"
-for b in "$NP" "$AGENT" "$SCEN"; do [[ -x $b ]] || fail "missing $b"; done
+E2E_NAME=verdict_scenarios
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 command -v python3 >/dev/null || fail "python3 missing"
 # shellcheck source=tests/e2e/verdict_lib.sh
 source "$REPO/tests/e2e/verdict_lib.sh"
@@ -53,10 +36,7 @@ ALL=(synology-replication wd-ssh md-disk-bound link-100mbit swap-storm all-cores
     process-restarts)
 if [[ $# -gt 0 ]]; then SCENARIOS=("$@"); else SCENARIOS=("${ALL[@]}"); fi
 
-# Trees on tmpfs when there is one: the generator renames files every tick.
-BASE_TMP=/tmp
-[[ -d /dev/shm && -w /dev/shm ]] && BASE_TMP=/dev/shm
-TMP="$(mktemp -d "$BASE_TMP/nasprobe-verdict.XXXXXX")"
+TMP="$(e2e_tmpdir verdict)"
 cleanup() {
     local d
     for d in "$TMP"/*/; do vr_stop "$d"; done

@@ -17,35 +17,16 @@
 #   tests/e2e/verdict_variants.sh [NAME...]   NASPROBE_BIN_DIR, NASPROBE_RECORD (12s),
 #                                             NASPROBE_PARALLEL (3), NASPROBE_KEEP as there
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "verdict_variants: $*"; }
-fail() {
-    echo "verdict_variants: FAIL: $*" >&2
-    exit 1
-}
-START=$SECONDS
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    say "building nasprobe, nasprobe-agent and nasprobe-scenario"
-    cargo build -q -p nasprobe -p nasprobe-agent -p nasprobe-testkit
-    BIN="$TARGET_DIR/debug"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
-NP="$BIN/nasprobe"
-AGENT="$BIN/nasprobe-agent"
-SCEN="$BIN/nasprobe-scenario"
-for b in "$NP" "$AGENT" "$SCEN"; do [[ -x $b ]] || fail "missing $b"; done
+E2E_NAME=verdict_variants
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 command -v python3 >/dev/null || fail "python3 missing"
 # shellcheck source=tests/e2e/verdict_lib.sh
 source "$REPO/tests/e2e/verdict_lib.sh"
 RECORD="${NASPROBE_RECORD:-12s}"
 PARALLEL="${NASPROBE_PARALLEL:-3}"
 
-BASE_TMP=/tmp
-[[ -d /dev/shm && -w /dev/shm ]] && BASE_TMP=/dev/shm
-TMP="$(mktemp -d "$BASE_TMP/nasprobe-variants.XXXXXX")"
+TMP="$(e2e_tmpdir variants)"
 cleanup() {
     local d
     for d in "$TMP"/*/; do vr_stop "$d"; done
