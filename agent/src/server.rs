@@ -13,19 +13,19 @@
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame};
 use nasprobe_proto::{
-    AgentSelf, AgentStart, AuthOk, Challenge, CpuTicks, Event, Gone, Hello, KeepAlive, Message,
-    PROTOCOL_VERSION, Record, RecordBody, Refused, Sample, auth, encode_frame,
+    AgentStart, AuthOk, Challenge, Event, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION,
+    Record, RecordBody, Refused, auth, encode_frame,
 };
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::config::Config;
 use crate::daemon::Signals;
 use crate::ring::Ring;
-use crate::sampler::Sampler;
+use crate::sampler::{Sampler, empty_sample, wall_ms};
 
 /// Send a `KeepAlive` after this long without sending anything.
 pub const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
@@ -42,13 +42,6 @@ const MAX_OUT_FRAME: usize = LEN_PREFIX + MAX_FRAME_LEN;
 const OUT_CAP: usize = 2 * MAX_OUT_FRAME;
 const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN;
 
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Copies as much of `s` as fits (on a char boundary) into a heapless string.
 pub fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
     let mut out = heapless::String::new();
@@ -64,27 +57,6 @@ fn refused(reason: &str) -> Message {
     Message::Refused(Refused {
         reason: short_str(reason),
     })
-}
-
-fn empty_sample() -> Sample {
-    Sample {
-        interval_us: 0,
-        cpu_total: CpuTicks::default(),
-        cpus: heapless::Vec::new(),
-        procs_running: 0,
-        procs_blocked: 0,
-        forks: 0,
-        context_switches: 0,
-        short_lived: 0,
-        top: heapless::Vec::new(),
-        disks: heapless::Vec::new(),
-        nics: heapless::Vec::new(),
-        memory: None,
-        vm: None,
-        tcp: None,
-        mounts: heapless::Vec::new(),
-        agent: AgentSelf::default(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -511,7 +511,8 @@ pub fn empty_sample() -> Sample {
     }
 }
 
-fn wall_ms() -> u64 {
+/// Wall clock now, ms since the Unix epoch (0 if the clock is before 1970).
+pub(crate) fn wall_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
