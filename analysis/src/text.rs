@@ -5,16 +5,11 @@ use std::fmt::Write;
 use crate::report::Report;
 use crate::verdict::pct;
 
-/// The report as text for a terminal.
-pub fn render(r: &Report) -> String {
-    let mut o = String::new();
+/// The verdict in one sentence, as the report's first line says it ("Verdict: the wall is on dst:
+/// one thread of `synoreplicad` at 96% of a core.").
+pub fn verdict_line(r: &Report) -> String {
     let b = &r.bottleneck;
-    let _ = writeln!(
-        o,
-        "Window {} .. {} ({} s)\n",
-        r.window.from, r.window.to, r.window.seconds
-    );
-    let headline = match b.resource {
+    match b.resource {
         "none" => "Verdict: no wall found on the observed hosts.".to_string(),
         res => {
             let what = match res {
@@ -46,8 +41,19 @@ pub fn render(r: &Report) -> String {
                 b.host.as_deref().unwrap_or("?")
             )
         }
-    };
-    let _ = writeln!(o, "{headline}");
+    }
+}
+
+/// The report as text for a terminal.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let b = &r.bottleneck;
+    let _ = writeln!(
+        o,
+        "Window {} .. {} ({} s)\n",
+        r.window.from, r.window.to, r.window.seconds
+    );
+    let _ = writeln!(o, "{}", verdict_line(r));
     // The evidence carries the ruled-out sentences too (for JSON readers): print them apart.
     for e in b.evidence.iter().filter(|e| !b.ruled_out.contains(e)) {
         let _ = writeln!(o, "  - {e}");

@@ -15,6 +15,7 @@ pub mod export;
 pub mod hosts;
 pub mod local;
 pub mod model;
+pub mod output;
 pub mod record;
 pub mod report;
 pub mod store;

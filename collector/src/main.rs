@@ -19,6 +19,8 @@ fn main() {
     };
     let code = match run(cli) {
         Ok(()) => exit::OK,
+        // The reader of stdout went away (`| head`): a normal end, said nowhere.
+        Err(e) if nasprobe::output::is_closed_pipe(&e) => exit::OK,
         Err(e) => {
             eprintln!("nasprobe: {e}");
             for cause in e.chain().skip(1) {
@@ -91,14 +93,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 } => {
                     let mut spec = nasprobe::hosts::parse_host_arg(&format!("{name}={address}"))?;
                     spec.token_file = host_token_file;
-                    println!("{spec}");
+                    let mut out = nasprobe::output::stdout();
+                    out.line(&spec.to_string())?;
+                    out.finish()?;
                     list.upsert(spec);
                     list.save(&path)?;
                 }
                 HostsCommand::List => {
+                    let mut out = nasprobe::output::stdout();
                     for h in &list.hosts {
-                        println!("{h}");
+                        out.line(&h.to_string())?;
                     }
+                    out.finish()?;
                 }
                 HostsCommand::Remove { name } => {
                     anyhow::ensure!(list.remove(&name), "no host {name:?} in {}", path.display());

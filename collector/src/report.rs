@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::cli::Common;
 use crate::conn::now_ms;
+use crate::output;
 use crate::store::{HostWindow, Store, StoredSample};
 
 /// What `nasprobe report` was asked for.
@@ -134,26 +135,41 @@ pub fn load(
 
 fn write_html(path: &Path, hosts: &[HostData], report: &Report) -> anyhow::Result<()> {
     let html = nasprobe_analysis::html::render(hosts, report);
-    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("nasprobe: wrote {}", path.display());
-    Ok(())
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
 }
 
 /// `nasprobe report`: the verdict paragraph and per-host table, or one JSON object (`--json`);
-/// `--html FILE` also writes the self-contained HTML report.
+/// `--html FILE` writes the self-contained HTML report instead and prints one line naming it
+/// (with `--json` as well: the JSON too).
 pub fn run(c: &Common, a: &ReportArgs) -> anyhow::Result<()> {
     let store = open(c)?;
     let (hosts, report) = load(&store, a.since, a.expect_bytes)?;
+    let mut out = output::stdout();
     if let Some(path) = &a.html {
         write_html(path, &hosts, &report)?;
+        let wrote = format!(
+            "wrote {} ({})",
+            path.display(),
+            nasprobe_analysis::text::verdict_line(&report)
+        );
+        if a.json {
+            // stdout stays one JSON object.
+            eprintln!("nasprobe: {wrote}");
+        } else {
+            // The page holds the report; one line names it.
+            out.line(&wrote)?;
+        }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else if hosts.is_empty() {
-        println!("nothing stored in {}", store.path().display());
-    } else {
-        print!("{}", nasprobe_analysis::text::render(&report));
+        out.line(&serde_json::to_string_pretty(&report)?)?;
+    } else if a.html.is_none() {
+        if hosts.is_empty() {
+            out.line(&format!("nothing stored in {}", store.path().display()))?;
+        } else {
+            out.text(&nasprobe_analysis::text::render(&report))?;
+        }
     }
+    out.finish()?;
     Ok(())
 }
 
@@ -169,11 +185,13 @@ pub fn events(c: &Common, since: Option<Duration>, json_out: bool) -> anyhow::Re
             "patterns": r.patterns,
             "gaps": r.gaps,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+        let mut o = output::stdout();
+        o.line(&serde_json::to_string_pretty(&out)?)?;
+        return Ok(o.finish()?);
     }
-    print!("{}", nasprobe_analysis::text::render_events(&r));
-    Ok(())
+    let mut o = output::stdout();
+    o.text(&nasprobe_analysis::text::render_events(&r))?;
+    Ok(o.finish()?)
 }
 
 pub fn check(c: &Common) -> anyhow::Result<()> {
@@ -181,10 +199,11 @@ pub fn check(c: &Common) -> anyhow::Result<()> {
     anyhow::ensure!(db.exists(), "no database at {}", db.display());
     let store = Store::open(&db)?;
     let integrity = store.integrity_check()?;
-    println!("integrity {integrity}");
+    let mut out = output::stdout();
+    out.line(&format!("integrity {integrity}"))?;
     let mut bad = integrity != "ok";
     for i in store.check()? {
-        println!(
+        out.line(&format!(
             "host {} instance {:x} seq {}..{} stored {} gone {} duplicates {} holes {}",
             i.host,
             i.instance_id,
@@ -198,9 +217,10 @@ pub fn check(c: &Common) -> anyhow::Result<()> {
             } else {
                 format!("{:?}", i.holes)
             }
-        );
+        ))?;
         bad |= i.duplicates > 0 || !i.holes.is_empty();
     }
+    out.finish()?;
     anyhow::ensure!(!bad, "database {} failed the check", db.display());
     Ok(())
 }

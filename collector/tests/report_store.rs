@@ -285,3 +285,69 @@ fn report_on_a_missing_or_empty_store() {
     assert!(r["hosts"].as_array().unwrap().is_empty());
     assert!(r["gaps"].as_array().unwrap().is_empty());
 }
+
+/// Runs `nasprobe --db DB ARGS... | READER` in bash and returns (nasprobe's exit status, its
+/// stderr). The reader closes its stdin at once and lingers, so every write of nasprobe meets a
+/// pipe without a reader (EPIPE), however small the output.
+fn into_closed_pipe(db: &Path, args: &[&str]) -> (i32, String) {
+    let err = db.with_extension("stderr");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$@" 2>"$ERR" | { exec 0<&-; sleep 1; }; exit "${PIPESTATUS[0]}""#)
+        .arg("bash")
+        .arg(NP)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("ERR", &err)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        std::fs::read_to_string(&err).unwrap_or_default(),
+    )
+}
+
+#[test]
+fn a_closed_pipe_is_a_quiet_exit_0_and_a_full_disk_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("n.db");
+    fixture(&db);
+    for args in [
+        &["report"][..],
+        &["report", "--json"],
+        &["events"],
+        &["events", "--json"],
+        &["export", "--format", "csv"],
+        &["check"],
+        &["hosts", "list"],
+    ] {
+        let (code, err) = into_closed_pipe(&db, args);
+        assert_eq!(
+            code, 0,
+            "{args:?} into a closed pipe: exit {code}, stderr {err:?}"
+        );
+        assert_eq!(err, "", "{args:?} into a closed pipe wrote to stderr");
+    }
+    if Path::new("/dev/full").exists() {
+        for args in [
+            &["report"][..],
+            &["report", "--json"],
+            &["check"],
+            &["events"],
+        ] {
+            let full = std::fs::File::create("/dev/full").unwrap();
+            let o = Command::new(NP)
+                .arg("--db")
+                .arg(&db)
+                .args(args)
+                .stdout(full)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{args:?} > /dev/full: {err}");
+            assert!(err.contains("No space left"), "{args:?} > /dev/full: {err}");
+            assert!(!err.contains("panicked"), "{args:?} > /dev/full: {err}");
+        }
+    }
+}

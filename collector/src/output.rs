@@ -1,0 +1,59 @@
+//! Standard output of every command: one buffered writer whose errors travel up as values, so a
+//! closed pipe (`nasprobe report | head -1`) ends the program quietly with exit 0 and a full disk
+//! (`> /dev/full`) is a one-line error, never a panic of `println!`.
+
+use std::io::{self, BufWriter, StdoutLock, Write};
+
+/// The buffered, locked stdout a command writes to; call [`Out::finish`] at the end so that a
+/// failed final flush is reported too.
+pub struct Out(BufWriter<StdoutLock<'static>>);
+
+/// stdout for one command.
+pub fn stdout() -> Out {
+    Out(BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+}
+
+impl Out {
+    /// Writes the whole text.
+    pub fn text(&mut self, s: &str) -> io::Result<()> {
+        self.0.write_all(s.as_bytes())
+    }
+
+    /// Writes the text and a newline.
+    pub fn line(&mut self, s: &str) -> io::Result<()> {
+        self.0.write_all(s.as_bytes())?;
+        self.0.write_all(b"\n")
+    }
+
+    /// Flushes what is buffered.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+
+    /// The writer, for code that formats straight into it (exporters).
+    pub fn writer(&mut self) -> &mut BufWriter<StdoutLock<'static>> {
+        &mut self.0
+    }
+}
+
+/// Whether an error (anywhere in its chain) is a write into a closed pipe: the reader went away,
+/// which for a command line tool is a normal end, not a failure.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_pipe_is_found_under_context() {
+        let e = anyhow::Error::from(io::Error::from(io::ErrorKind::BrokenPipe)).context("writing");
+        assert!(is_closed_pipe(&e));
+        let full = anyhow::Error::from(io::Error::from_raw_os_error(libc::ENOSPC));
+        assert!(!is_closed_pipe(&full));
+    }
+}
