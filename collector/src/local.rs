@@ -1,10 +1,9 @@
 //! `watch --local`: runs `nasprobe-agent` for this machine on 127.0.0.1, a free port and a
 //! fresh token in a private temp dir, so a new user sees real figures with no NAS at hand.
 //!
-//! The agent binary is looked up, in order: `$NASPROBE_AGENT`; next to this executable (the
-//! same cargo target dir, or an install prefix); `PATH`. When it is missing and this binary was
-//! built by cargo from the workspace (so `cargo run --release -p nasprobe -- watch --local`),
-//! the agent is built once into the same target dir with `cargo build -p nasprobe-agent`.
+//! The agent binary is looked up, in order: `$NASPROBE_AGENT`; next to this executable (a release
+//! bundle, an install prefix, the same cargo target dir); `PATH`. Nothing is built at run time:
+//! when it is not found, one line says how to get it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -38,7 +37,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// Finds the agent binary, building it with cargo when this is a workspace build.
+/// Finds the agent binary (see the module doc for where it looks).
 pub fn find_agent() -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os("NASPROBE_AGENT") {
         let p = PathBuf::from(p);
@@ -57,52 +56,11 @@ pub fn find_agent() -> anyhow::Result<PathBuf> {
     if let Some(p) = on_path(AGENT) {
         return Ok(p);
     }
-    build_agent(&exe_dir)
-}
-
-fn build_agent(exe_dir: &Path) -> anyhow::Result<PathBuf> {
-    let hint = "build it with: cargo build --release -p nasprobe-agent \
-                (or set NASPROBE_AGENT=/path/to/nasprobe-agent)";
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let profile_dir = exe_dir;
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_string();
-    let target_dir = profile_dir.parent();
-    if !workspace.join("agent/Cargo.toml").is_file()
-        || !(profile == "release" || profile == "debug")
-        || target_dir.is_none()
-    {
-        bail!(
-            "{AGENT} not found next to {} nor on PATH; {hint}",
-            exe_dir.display()
-        );
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!(
-        "nasprobe: {AGENT} is not built yet; building it once (cargo build{} -p nasprobe-agent)...",
-        if profile == "release" {
-            " --release"
-        } else {
-            ""
-        }
-    );
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(&workspace)
-        .args(["build", "-p", "nasprobe-agent"])
-        .env("CARGO_TARGET_DIR", target_dir.expect("checked"));
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let st = cmd
-        .status()
-        .with_context(|| format!("cannot run cargo to build {AGENT}; {hint}"))?;
-    anyhow::ensure!(st.success(), "building {AGENT} failed; {hint}");
-    let p = profile_dir.join(AGENT);
-    anyhow::ensure!(p.is_file(), "cargo built no {}; {hint}", p.display());
-    Ok(p)
+    bail!(
+        "{AGENT} not found next to {} nor on PATH: put it beside nasprobe (the release bundle \
+         has both), or build it (cargo build --release -p {AGENT}), or set NASPROBE_AGENT=PATH",
+        exe_dir.display()
+    )
 }
 
 fn free_port() -> anyhow::Result<u16> {
