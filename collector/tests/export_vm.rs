@@ -7,7 +7,7 @@
 //!   every sample timestamp is in the engine exactly once (no gap, no duplicate); the same after
 //!   a SIGKILL right after the engine acknowledged (it had not written the rows yet).
 //!
-//! Without the `victoria-metrics` binary the tests say so and pass, unless
+//! Without the `victoria-metrics` binary the tests say so and pass, unless `CI=true` or
 //! `NASPROBE_REQUIRE_ENGINES=1` (tests/e2e/export_vm.sh sets it after installing the package).
 //! `NASPROBE_EXPORT_BENCH=N` makes `backfill_throughput` push N samples and print the rate.
 
@@ -42,7 +42,7 @@ fn need_vm(test: &str) -> Option<PathBuf> {
             panic!("{test}: victoria-metrics not found (apt-get install victoria-metrics)")
         }
         None => {
-            eprintln!("{test}: SKIPPED: victoria-metrics not installed");
+            nasprobe_testkit::skip::missing(test, "victoria-metrics not installed");
             None
         }
     }

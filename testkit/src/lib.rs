@@ -6,12 +6,14 @@
 //! - [`writer`]: materialises a host's tree on disk, atomically.
 //! - [`builtins`]: the named scenarios later tests rely on.
 //! - [`runner`]: drives all hosts of a scenario in real time (the `nasprobe-scenario` binary).
+//! - [`skip`]: tests that cannot run here (recorded; failed under CI).
 
 pub mod builtins;
 pub mod model;
 pub mod render;
 pub mod runner;
 pub mod sim;
+pub mod skip;
 pub mod writer;
 
 pub use model::*;

@@ -13,10 +13,9 @@ cd "$REPO"
 say() { echo "agent_deploy: $*"; }
 fail() { echo "agent_deploy: FAIL: $*" >&2; exit 1; }
 
-if [[ $(id -u) != 0 ]]; then
-    say "SKIP: needs root for ip netns"
-    exit 0
-fi
+# shellcheck source=tests/e2e/lib/skip.sh
+source "$REPO/tests/e2e/lib/skip.sh"
+[[ $(id -u) == 0 ]] || e2e_skip agent_deploy "needs root for ip netns"
 command -v ip >/dev/null || fail "ip (iproute2) missing"
 
 # --- openssh-server, without letting its package start a daemon on this machine -------------

@@ -16,7 +16,9 @@ if [[ ! -x "$BIN" ]]; then
 fi
 if ! command -v qemu-arm >/dev/null; then
     say "installing qemu-user"
-    [[ $(id -u) == 0 ]] || { say "SKIP: qemu-arm missing and not root to install it"; exit 0; }
+    # shellcheck source=tests/e2e/lib/skip.sh
+    source "$REPO/tests/e2e/lib/skip.sh"
+    [[ $(id -u) == 0 ]] || e2e_skip agent_qemu_armv7 "qemu-arm missing and not root to install it"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-user >/dev/null ||
         { apt-get update -q >/dev/null &&
             DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-user >/dev/null; }

@@ -23,10 +23,9 @@ cd "$REPO"
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=real_iperf3_nic
 
-if [[ $(id -u) != 0 ]]; then
-    nn_log "SKIP: needs root for network and pid namespaces"
-    exit 0
-fi
+# shellcheck source=tests/e2e/lib/skip.sh
+source "$REPO/tests/e2e/lib/skip.sh"
+[[ $(id -u) == 0 ]] || e2e_skip real_iperf3_nic "needs root for network and pid namespaces"
 nn_need_packages iperf3 iproute2 util-linux procps jq || nn_fail "could not install the packages"
 nn_binaries "$REPO"
 

@@ -33,10 +33,9 @@ cd "$REPO"
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=real_rsync_ssh
 
-if [[ $(id -u) != 0 ]]; then
-    nn_log "SKIP: needs root for network and pid namespaces"
-    exit 0
-fi
+# shellcheck source=tests/e2e/lib/skip.sh
+source "$REPO/tests/e2e/lib/skip.sh"
+[[ $(id -u) == 0 ]] || e2e_skip real_rsync_ssh "needs root for network and pid namespaces"
 nn_need_packages rsync openssh-server openssh-client iproute2 util-linux procps jq ||
     nn_fail "could not install the packages"
 nn_binaries "$REPO"
