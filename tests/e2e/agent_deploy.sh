@@ -94,8 +94,9 @@ CLIENT="$(cargo test -q -p nasprobe-agent --test server_remote --no-run --messag
 
 PREFIX="$TMP/nas/opt/nasprobe"
 INITD="$TMP/nas/etc/init.d"
+AGENT_FROM=(--binary "$BIN")
 deploy() {
-    ip netns exec "$NS" "$REPO/scripts/deploy" --target sysv --name e2e --binary "$BIN" \
+    ip netns exec "$NS" "$REPO/scripts/deploy" --target sysv --name e2e "${AGENT_FROM[@]}" \
         --prefix "$PREFIX" --init-dir "$INITD" --token-out "$TMP/e2e.token" \
         --agent-args "--interval 100" "${SSH_OPTS[@]}" "$@" root@127.0.0.1
 }
@@ -141,6 +142,28 @@ out="$(deploy --uninstall 2>&1)" || { echo "$out"; fail "uninstall failed"; }
 [[ ! -e "$TMP/e2e.token" ]] || fail "uninstall left the local token"
 sleep 0.2
 kill -0 "$pid3" 2>/dev/null && fail "agent still running after uninstall"
+
+# --- from a release bundle (scripts/release; the suite's release step made it) -------------------
+if [[ ! -f $REPO/dist/SHA256SUMS ]]; then
+    [[ ${CI:-} != true ]] || fail "no release bundle in dist/ (scripts/release)"
+    say "no release bundle in dist/: the --bundle deploy is left out (run scripts/release)"
+else
+    say "deploying from the release bundle in dist/"
+    AGENT_FROM=(--bundle "$REPO/dist")
+    out="$(deploy 2>&1)" || { echo "$out"; fail "deploy --bundle failed"; }
+    grep -q "agent from nasprobe-.*-x86_64-unknown-linux-musl.tar.gz" <<<"$out" ||
+        { echo "$out"; fail "deploy --bundle did not take the agent from the bundle"; }
+    cmp -s "$PREFIX/nasprobe-agent" "$REPO/dist/nasprobe-agent-x86_64-unknown-linux-musl" ||
+        fail "the installed agent is not the bundle's"
+    ip netns exec "$NS" "$INITD/nasprobe-agent" status >/dev/null || fail "bundle agent not running"
+    out="$(deploy --uninstall 2>&1)" || { echo "$out"; fail "uninstall after --bundle failed"; }
+    # A bundle whose tarball does not match SHA256SUMS is refused.
+    cp -a "$REPO/dist" "$TMP/badbundle"
+    printf 'x' >>"$TMP/badbundle/"nasprobe-*-x86_64-unknown-linux-musl.tar.gz
+    AGENT_FROM=(--bundle "$TMP/badbundle")
+    if out="$(deploy 2>&1)"; then fail "a bundle that fails SHA256SUMS was deployed"; fi
+    grep -q "does not match" <<<"$out" || { echo "$out"; fail "no SHA256SUMS error"; }
+fi
 
 say "OK"
 echo "agent_deploy: 1 passed, 0 failed"
