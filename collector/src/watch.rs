@@ -1,8 +1,11 @@
-//! `nasprobe watch`: record + a live side-by-side view, one panel per host.
+//! `nasprobe watch`: record + a live side-by-side view, one panel per host, under a banner with
+//! the live verdict (the report's analysis over the last minute, see [`crate::live_verdict`]).
 //!
-//! On a terminal: ratatui, keys `q` quit, `?` help. Otherwise (or with `--plain`): one plain
-//! line per host per second.
+//! On a terminal: ratatui; keys `q` quit, `?` help, `v` verdict details, `e` events, `p` pause,
+//! `1`..`9` one host full width. Otherwise (or with `--plain`): one plain line per host per
+//! second and the verdict line every 10 s.
 
+use std::collections::{HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +21,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use crate::cli::Common;
 use crate::conn::{Collector, HostLive, Live, Status, Target};
 use crate::hosts::HostSpec;
+use crate::live_verdict::{Banner, LiveVerdict};
 use crate::model;
 
 pub fn run(
@@ -50,11 +54,13 @@ pub fn run(
     let store = crate::open_store(&db)?;
     crate::record::install_signal_handlers();
     let col = Collector::start(store, targets, Some(c.retention));
+    let verdict = LiveVerdict::start(db);
     let res = if plain || !std::io::stdout().is_terminal() {
-        plain_loop(&col.live, duration)
+        plain_loop(&col.live, &verdict, duration)
     } else {
-        tui_loop(&col.live, duration)
+        tui_loop(&col.live, &verdict, duration)
     };
+    drop(verdict);
     col.finish()?;
     res
 }
@@ -64,28 +70,83 @@ fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
         || duration.is_some_and(|d| start.elapsed() >= d)
 }
 
-fn plain_loop(live: &Live, duration: Option<Duration>) -> anyhow::Result<()> {
+/// How often the plain output repeats the verdict.
+const PLAIN_VERDICT_EVERY: u64 = 10;
+
+fn plain_loop(
+    live: &Live,
+    verdict: &LiveVerdict,
+    duration: Option<Duration>,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let start = Instant::now();
-    let mut next = start + Duration::from_secs(1);
+    let mut tick: u64 = 0;
     while !stop_requested(start, duration) {
-        if Instant::now() < next {
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
+        tick += 1;
+        let next = start + Duration::from_secs(tick);
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
         }
-        next += Duration::from_secs(1);
         let mut out = std::io::stdout().lock();
-        for h in live.snapshot() {
-            if writeln!(out, "{}", plain_line(&h)).is_err() {
+        let mut lines: Vec<String> = live.snapshot().iter().map(plain_line).collect();
+        if let Some(e) = live.store_error.lock().ok().and_then(|e| e.clone()) {
+            lines.push(format!("store: {e}"));
+        }
+        if tick.is_multiple_of(PLAIN_VERDICT_EVERY) {
+            lines.extend(banner_lines(verdict.latest()).into_iter().map(|(l, _)| l));
+        }
+        for l in lines {
+            if writeln!(out, "{l}").is_err() {
                 return Ok(()); // stdout closed (a pipe into head): stop quietly
             }
-        }
-        if let Some(e) = live.store_error.lock().ok().and_then(|e| e.clone()) {
-            writeln!(out, "store: {e}").ok();
         }
         out.flush().ok();
     }
     Ok(())
+}
+
+/// The banner as text lines, each with whether it names a wall (shown in red).
+fn banner_lines(b: Option<Result<Banner, String>>) -> Vec<(String, bool)> {
+    match b {
+        None => vec![("verdict: gathering data (nothing stored yet)".into(), false)],
+        Some(Err(e)) => vec![(format!("verdict: cannot analyse the store: {e}"), false)],
+        Some(Ok(b)) => {
+            let mut v = Vec::new();
+            let gathering = b
+                .gathering_s
+                .map(|s| {
+                    format!(
+                        " (gathering data: {s} s of {} s)",
+                        crate::live_verdict::WINDOW.as_secs()
+                    )
+                })
+                .unwrap_or_default();
+            v.push((format!("{}{gathering}", b.verdict), b.resource != "none"));
+            if let Some(f) = &b.flow {
+                v.push((format!("flow: {f}"), false));
+            }
+            if b.resource == "none" {
+                if let Some(r) = b.ruled_out.first() {
+                    let more = b.ruled_out.len() - 1;
+                    let more = if more > 0 {
+                        format!(" (+{more} more: v)")
+                    } else {
+                        String::new()
+                    };
+                    v.push((format!("ruled out: {r}{more}"), false));
+                }
+            } else if let Some(e) = b
+                .evidence
+                .iter()
+                .find(|e| !e.starts_with("flow "))
+                .or(b.evidence.first())
+            {
+                // The flow has its line above; the first sentence about the wall itself.
+                v.push((format!("because: {e}"), false));
+            }
+            v
+        }
+    }
 }
 
 fn status_text(h: &HostLive) -> String {
@@ -127,12 +188,7 @@ pub fn plain_line(h: &HostLive) -> String {
         cores.join(" ")
     );
     if let Some(t) = model::hottest_thread(hello, smp) {
-        s += &format!(
-            " hot {}/{} {:.0}%",
-            t.process,
-            t.thread,
-            t.core_fraction * 100.0
-        );
+        s += &format!(" hot {}", hot_text(&t));
     }
     if let Some(d) = smp
         .disks
@@ -175,23 +231,277 @@ pub fn plain_line(h: &HostLive) -> String {
     s
 }
 
-fn tui_loop(live: &Live, duration: Option<Duration>) -> anyhow::Result<()> {
+/// `process/thread [tid] 97% of a core`; the thread's name only when it differs from the
+/// process's (`btrfs [812] 97% of a core`).
+fn hot_text(t: &model::HotThread) -> String {
+    let who = if t.thread == t.process || t.thread.is_empty() {
+        t.process.clone()
+    } else {
+        format!("{}/{}", t.process, t.thread)
+    };
+    format!(
+        "{who} [{}] {:.0}% of a core",
+        t.tid,
+        t.core_fraction * 100.0
+    )
+}
+
+/// Points kept per host for the sparklines: three minutes at the agents' default 1 Hz.
+const HISTORY: usize = 180;
+
+/// The recent figures of one host, newest last.
+#[derive(Debug, Default)]
+struct HostHistory {
+    seq: Option<u64>,
+    flow_mb_s: VecDeque<f64>,
+    hot: VecDeque<f64>,
+    disk: VecDeque<f64>,
+    nic: VecDeque<f64>,
+}
+
+impl HostHistory {
+    fn push(&mut self, f: &Figures) {
+        for (q, v) in [
+            (&mut self.flow_mb_s, f.flow_mb_s),
+            (&mut self.hot, f.hot),
+            (&mut self.disk, f.disk),
+            (&mut self.nic, f.nic),
+        ] {
+            if q.len() == HISTORY {
+                q.pop_front();
+            }
+            q.push_back(v);
+        }
+    }
+}
+
+/// The four figures a sparkline follows, from one sample.
+struct Figures {
+    /// The busiest NIC's (or bond's) max(rx, tx), MB/s: the host's end of the flow.
+    flow_mb_s: f64,
+    /// The hottest thread, fraction of one core.
+    hot: f64,
+    /// The busiest disk's util.
+    disk: f64,
+    /// The busiest link's util (for a bond: its busiest slave's, the one link a flow rides).
+    nic: f64,
+}
+
+fn figures(hello: &Hello, smp: &nasprobe_proto::Sample) -> Figures {
+    let nics = nic_rows(hello, smp);
+    let top = nics.iter().filter(|n| !n.slave);
+    Figures {
+        flow_mb_s: top.clone().map(|n| n.rx.max(n.tx)).fold(0.0, f64::max),
+        hot: model::hottest_thread(hello, smp).map_or(0.0, |t| t.core_fraction),
+        disk: disk_rows(hello, smp)
+            .iter()
+            .map(|d| d.util)
+            .fold(0.0, f64::max),
+        nic: top.filter_map(|n| n.util).fold(0.0, f64::max),
+    }
+}
+
+/// One line of the NIC list: every NIC of the Hello's inventory, idle ones included; a bond's
+/// slaves under it.
+#[derive(Debug, Clone)]
+struct NicRow {
+    name: String,
+    /// A bond's slave (listed under its bond).
+    slave: bool,
+    /// In this sample (an idle NIC is left out of a sample by the agent).
+    seen: bool,
+    up: bool,
+    rx: f64,
+    tx: f64,
+    speed_mbit: u32,
+    /// Of the link; for a bond, of the slave that carries the flow.
+    util: Option<f64>,
+    /// For a bond: its slave count and the one carrying the most traffic.
+    bond: Option<(usize, Option<String>)>,
+    /// For a slave: it carries the bond's flow.
+    carries_flow: bool,
+}
+
+/// Traffic below this is no flow (keep-alives, ARP).
+const FLOW_MIN_MB_S: f64 = 0.1;
+
+fn nic_rows(hello: &Hello, smp: &nasprobe_proto::Sample) -> Vec<NicRow> {
+    let rate_of = |i: usize| {
+        smp.nics
+            .iter()
+            .find(|n| usize::from(n.nic) == i)
+            .and_then(|n| model::nic_rate(hello, smp, n))
+    };
+    let row = |i: usize, slave: bool| {
+        let name = hello.nics[i].name.to_string();
+        match rate_of(i) {
+            Some(r) => NicRow {
+                name,
+                slave,
+                seen: true,
+                up: r.up,
+                rx: r.rx_mb_s,
+                tx: r.tx_mb_s,
+                speed_mbit: r.speed_mbit,
+                util: r.util,
+                bond: None,
+                carries_flow: false,
+            },
+            None => NicRow {
+                name,
+                slave,
+                seen: false,
+                up: false,
+                rx: 0.0,
+                tx: 0.0,
+                speed_mbit: 0,
+                util: None,
+                bond: None,
+                carries_flow: false,
+            },
+        }
+    };
+    let is_slave = |name: &str| {
+        hello
+            .nics
+            .iter()
+            .any(|b| b.is_bond && b.slaves.iter().any(|s| s.as_str() == name))
+    };
+    let mut rows = Vec::new();
+    for (i, info) in hello.nics.iter().enumerate() {
+        if info.name.as_str() == "lo" || is_slave(info.name.as_str()) {
+            continue;
+        }
+        let mut r = row(i, false);
+        if info.is_bond {
+            let mut slaves: Vec<NicRow> = info
+                .slaves
+                .iter()
+                .filter_map(|s| hello.nics.iter().position(|n| n.name == *s))
+                .map(|j| row(j, true))
+                .collect();
+            let carrier = slaves
+                .iter_mut()
+                .filter(|s| s.rx.max(s.tx) >= FLOW_MIN_MB_S)
+                .max_by(|a, b| a.rx.max(a.tx).total_cmp(&b.rx.max(b.tx)));
+            let carrier_name = carrier.map(|c| {
+                c.carries_flow = true;
+                c.name.clone()
+            });
+            r.util = slaves
+                .iter()
+                .find(|s| s.carries_flow)
+                .and_then(|s| s.util)
+                .or(r.util);
+            r.bond = Some((slaves.len(), carrier_name));
+            rows.push(r);
+            rows.extend(slaves);
+        } else {
+            rows.push(r);
+        }
+    }
+    rows
+}
+
+/// Every disk of the Hello's inventory with its rate in this sample (idle ones at 0), busiest first.
+fn disk_rows(hello: &Hello, smp: &nasprobe_proto::Sample) -> Vec<model::DiskRate> {
+    let mut rows: Vec<model::DiskRate> = hello
+        .disks
+        .iter()
+        .enumerate()
+        .map(|(i, info)| {
+            smp.disks
+                .iter()
+                .find(|d| usize::from(d.disk) == i)
+                .and_then(|d| model::disk_rate(hello, smp, d))
+                .unwrap_or(model::DiskRate {
+                    name: info.name.to_string(),
+                    is_md: info.is_md,
+                    util: 0.0,
+                    await_ms: None,
+                    queue: 0.0,
+                    read_mb_s: 0.0,
+                    write_mb_s: 0.0,
+                    iops: 0.0,
+                })
+        })
+        .collect();
+    rows.sort_by(|a, b| b.util.total_cmp(&a.util));
+    rows
+}
+
+/// What is drawn over the panels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Overlay {
+    None,
+    Help,
+    Verdict,
+    Events,
+}
+
+/// Everything one frame shows.
+struct View {
+    hosts: Vec<HostLive>,
+    store_err: Option<String>,
+    banner: Option<Result<Banner, String>>,
+    overlay: Overlay,
+    paused: bool,
+    /// Index into `hosts` of the host shown alone (keys 1..9).
+    focus: Option<usize>,
+}
+
+fn tui_loop(live: &Live, verdict: &LiveVerdict, duration: Option<Duration>) -> anyhow::Result<()> {
     let mut term = ratatui::init();
     let start = Instant::now();
-    let mut help = false;
+    let mut history: HashMap<String, HostHistory> = HashMap::new();
+    let mut view = View {
+        hosts: Vec::new(),
+        store_err: None,
+        banner: None,
+        overlay: Overlay::None,
+        paused: false,
+        focus: None,
+    };
     let res = (|| -> anyhow::Result<()> {
         while !stop_requested(start, duration) {
             let hosts = live.snapshot();
-            let store_err = live.store_error.lock().ok().and_then(|e| e.clone());
-            term.draw(|f| draw(f, &hosts, store_err.as_deref(), help))?;
+            for h in &hosts {
+                if let (Some(hello), Some((seq, _, smp))) = (&h.hello, &h.last) {
+                    let hist = history.entry(h.name.clone()).or_default();
+                    if hist.seq != Some(*seq) {
+                        hist.seq = Some(*seq);
+                        hist.push(&figures(hello, smp));
+                    }
+                }
+            }
+            if !view.paused {
+                view.hosts = hosts;
+                view.store_err = live.store_error.lock().ok().and_then(|e| e.clone());
+                view.banner = verdict.latest();
+            }
+            term.draw(|f| draw(f, &view, &history))?;
             if event::poll(Duration::from_millis(250))?
                 && let TermEvent::Key(k) = event::read()?
                 && k.kind == KeyEventKind::Press
             {
+                let toggle = |o: Overlay, cur: Overlay| if cur == o { Overlay::None } else { o };
                 match k.code {
                     KeyCode::Char('q') | KeyCode::Esc => break,
                     KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => break,
-                    KeyCode::Char('?') | KeyCode::Char('h') => help = !help,
+                    KeyCode::Char('?') | KeyCode::Char('h') => {
+                        view.overlay = toggle(Overlay::Help, view.overlay)
+                    }
+                    KeyCode::Char('v') => view.overlay = toggle(Overlay::Verdict, view.overlay),
+                    KeyCode::Char('e') => view.overlay = toggle(Overlay::Events, view.overlay),
+                    KeyCode::Char('p') => view.paused = !view.paused,
+                    KeyCode::Char(d @ '0'..='9') => {
+                        let i = (d as usize).wrapping_sub('1' as usize);
+                        view.focus = if d == '0' || view.focus == Some(i) || i >= view.hosts.len() {
+                            None
+                        } else {
+                            Some(i)
+                        };
+                    }
                     _ => {}
                 }
             }
@@ -202,53 +512,184 @@ fn tui_loop(live: &Live, duration: Option<Duration>) -> anyhow::Result<()> {
     res
 }
 
-fn draw(f: &mut Frame, hosts: &[HostLive], store_err: Option<&str>, help: bool) {
+/// Rows `text` takes when wrapped at `width` columns.
+fn wrapped_rows(text: &str, width: u16) -> u16 {
+    let w = usize::from(width.max(1));
+    let n = text.chars().count().max(1);
+    n.div_ceil(w).min(usize::from(u16::MAX)) as u16
+}
+
+/// Panels side by side only when each gets at least this many columns; else they stack.
+const MIN_PANEL_WIDTH: u16 = 56;
+
+fn draw(f: &mut Frame, v: &View, history: &HashMap<String, HostHistory>) {
     let area = f.area();
+    let banner = banner_lines(v.banner.clone());
+    let inner_w = area.width.saturating_sub(2);
+    let banner_h = banner
+        .iter()
+        .map(|(l, _)| wrapped_rows(l, inner_w))
+        .sum::<u16>()
+        + 2;
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(3), Constraint::Length(1)])
+        .constraints([
+            Constraint::Length(banner_h.min(area.height.saturating_sub(2))),
+            Constraint::Min(3),
+            Constraint::Length(1),
+        ])
         .split(area);
-    let n = hosts.len().max(1) as u32;
-    let cols = Layout::default()
-        .direction(Direction::Horizontal)
+    let banner_text: Vec<Line> = banner
+        .into_iter()
+        .map(|(l, wall)| {
+            if wall {
+                Line::from(Span::styled(
+                    l,
+                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+                ))
+            } else {
+                Line::from(l)
+            }
+        })
+        .collect();
+    f.render_widget(
+        Paragraph::new(banner_text)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" verdict, last 60 s "),
+            )
+            .wrap(Wrap { trim: true }),
+        rows[0],
+    );
+
+    let shown: Vec<&HostLive> = match v.focus.and_then(|i| v.hosts.get(i)) {
+        Some(h) => vec![h],
+        None => v.hosts.iter().collect(),
+    };
+    let n = shown.len().max(1) as u32;
+    let side_by_side = rows[1].width / n as u16 >= MIN_PANEL_WIDTH || n == 1;
+    let panels = Layout::default()
+        .direction(if side_by_side {
+            Direction::Horizontal
+        } else {
+            Direction::Vertical
+        })
         .constraints((0..n).map(|_| Constraint::Ratio(1, n)).collect::<Vec<_>>())
-        .split(rows[0]);
-    for (h, r) in hosts.iter().zip(cols.iter()) {
-        draw_host(f, h, *r);
+        .split(rows[1]);
+    let wall = v
+        .banner
+        .as_ref()
+        .and_then(|b| b.as_ref().ok())
+        .and_then(|b| b.wall_host.clone());
+    for (h, r) in shown.iter().zip(panels.iter()) {
+        let compact = !side_by_side || r.height < 30;
+        draw_host(
+            f,
+            h,
+            history.get(&h.name),
+            wall.as_deref() == Some(h.name.as_str()),
+            compact,
+            *r,
+        );
     }
-    let foot = match store_err {
-        Some(e) => Line::from(Span::styled(
+    let foot = match (&v.store_err, v.paused) {
+        (Some(e), _) => Line::from(Span::styled(
             format!(" STORE PAUSED: {e}"),
             Style::default().fg(Color::White).bg(Color::Red),
         )),
-        None => Line::from(" q quit  ? help").style(Style::default().fg(Color::DarkGray)),
+        (None, true) => Line::from(" PAUSED (p resumes)  q quit  ? help"),
+        (None, false) => Line::from(" q quit  ? help  v verdict  e events  p pause  1-9 one host")
+            .style(Style::default().fg(Color::DarkGray)),
     };
-    f.render_widget(Paragraph::new(foot), rows[1]);
-    if help {
-        let w = area.width.min(64);
-        let r = Rect::new(
-            area.x + (area.width - w) / 2,
-            area.y + 2,
-            w,
-            area.height.min(12),
-        );
-        f.render_widget(Clear, r);
-        f.render_widget(
-            Paragraph::new(vec![
-                Line::from("nasprobe watch: one panel per host, live."),
-                Line::from(""),
-                Line::from("cpu     per core busy %; hot = busiest thread, % of ONE core"),
-                Line::from("disks   util % (busy time), await ms, MB/s (md: see members)"),
-                Line::from("nics    MB/s and % of link speed (full duplex: max(rx,tx))"),
-                Line::from("status  connected / reconnecting / gap (never hidden)"),
-                Line::from("Everything shown is also stored (--db)."),
-                Line::from(""),
-                Line::from("q quit   ? close this help"),
-            ])
-            .block(Block::default().borders(Borders::ALL).title(" help ")),
-            r,
-        );
+    f.render_widget(Paragraph::new(foot), rows[2]);
+    match v.overlay {
+        Overlay::None => {}
+        Overlay::Help => overlay(f, " help ", help_lines()),
+        Overlay::Verdict => overlay(f, " verdict: the evidence ", verdict_lines(&v.banner)),
+        Overlay::Events => overlay(f, " events, newest first ", event_lines(&v.hosts)),
     }
+}
+
+fn overlay(f: &mut Frame, title: &str, lines: Vec<Line<'static>>) {
+    let area = f.area();
+    let w = area.width.saturating_sub(4).min(100);
+    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    let r = Rect::new(area.x + (area.width - w) / 2, area.y + 1, w, h);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(title.to_string()),
+            )
+            .wrap(Wrap { trim: true }),
+        r,
+    );
+}
+
+fn help_lines() -> Vec<Line<'static>> {
+    [
+        "nasprobe watch: one panel per host, live; the banner is the report's verdict",
+        "over the last 60 s (what `nasprobe report --since 1m` would say).",
+        "",
+        "cpu     per core busy %; hot = busiest thread, % of ONE core",
+        "disks   util % (busy time), await ms, MB/s (md: see members)",
+        "nics    MB/s and % of link speed (full duplex: max(rx,tx));",
+        "        a bond lists its slaves: one flow rides one slave",
+        "lines   flow MB/s, hot thread, busiest disk, busiest link: last 3 min",
+        "status  connected / reconnecting / gap (never hidden)",
+        "Everything shown is also stored (--db).",
+        "",
+        "q quit   ? close this help   v verdict  e events  p pause  1-9 one host",
+    ]
+    .into_iter()
+    .map(Line::from)
+    .collect()
+}
+
+fn verdict_lines(b: &Option<Result<Banner, String>>) -> Vec<Line<'static>> {
+    let Some(Ok(b)) = b else {
+        return banner_lines(b.clone())
+            .into_iter()
+            .map(|(l, _)| Line::from(l))
+            .collect();
+    };
+    let mut v = vec![Line::from(b.verdict.clone())];
+    let mut section = |title: &str, items: &[String]| {
+        if !items.is_empty() {
+            v.push(Line::from(""));
+            v.push(head(title));
+            v.extend(items.iter().map(|e| Line::from(format!("- {e}"))));
+        }
+    };
+    section("evidence", &b.evidence);
+    section("would not help", &b.would_not_help);
+    section("ruled out, with headroom", &b.ruled_out);
+    v
+}
+
+fn event_lines(hosts: &[HostLive]) -> Vec<Line<'static>> {
+    let mut all: Vec<(u64, String)> = hosts
+        .iter()
+        .flat_map(|h| {
+            h.events
+                .iter()
+                .map(move |(t, e)| (*t, format!("{} {}", h.name, model::event_text(e))))
+        })
+        .collect();
+    all.sort_by_key(|e| std::cmp::Reverse(e.0));
+    if all.is_empty() {
+        return vec![Line::from("no events on this run yet")];
+    }
+    all.into_iter()
+        .take(30)
+        .map(|(t, s)| {
+            let time = nasprobe_analysis::time::rfc3339(t);
+            Line::from(format!("{} {s}", &time[11..19]))
+        })
+        .collect()
 }
 
 fn bar(frac: f64, width: usize) -> String {
@@ -258,6 +699,25 @@ fn bar(frac: f64, width: usize) -> String {
     s.push_str(PART[eighths % 8]);
     let used = eighths / 8 + usize::from(!eighths.is_multiple_of(8));
     s + &" ".repeat(width.saturating_sub(used))
+}
+
+/// The newest `width` values as a sparkline of block characters, scaled to `max` (or to the
+/// largest value when `max` is None).
+fn spark(values: &VecDeque<f64>, max: Option<f64>, width: usize) -> String {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let skip = values.len().saturating_sub(width);
+    let top = max
+        .unwrap_or_else(|| values.iter().skip(skip).copied().fold(0.0, f64::max))
+        .max(f64::MIN_POSITIVE);
+    let s: String = values
+        .iter()
+        .skip(skip)
+        .map(|v| {
+            let i = ((v / top).clamp(0.0, 1.0) * 7.0).round() as usize;
+            LEVELS[i]
+        })
+        .collect();
+    format!("{s:<width$}")
 }
 
 fn level(frac: f64) -> Style {
@@ -277,11 +737,22 @@ fn head(t: &str) -> Line<'static> {
     ))
 }
 
-fn draw_host(f: &mut Frame, h: &HostLive, r: Rect) {
+fn draw_host(
+    f: &mut Frame,
+    h: &HostLive,
+    hist: Option<&HostHistory>,
+    is_wall: bool,
+    compact: bool,
+    r: Rect,
+) {
     let title = match &h.hello {
         Some(hello) => format!(
-            " {} — {} {} {} ",
-            h.name, hello.host_name, hello.arch, hello.kernel_release
+            " {} — {} {} {} {}",
+            h.name,
+            hello.host_name,
+            hello.arch,
+            hello.kernel_release,
+            if is_wall { "— THE WALL " } else { "" }
         ),
         None => format!(" {} — {} ", h.name, h.addr),
     };
@@ -293,13 +764,16 @@ fn draw_host(f: &mut Frame, h: &HostLive, r: Rect) {
     let mut lines = vec![Line::from(Span::styled(status_text(h), status_style))];
     let width = r.width.saturating_sub(2) as usize;
     if let (Some(hello), Some((_, _, smp))) = (&h.hello, &h.last) {
-        body_lines(&mut lines, hello, smp, width);
+        if let Some(hist) = hist {
+            spark_lines(&mut lines, hist, width);
+        }
+        body_lines(&mut lines, hello, smp, width, compact);
     } else {
         lines.push(Line::from("waiting for the first sample..."));
     }
     if !h.events.is_empty() {
         lines.push(head("events"));
-        for (t, e) in h.events.iter().rev().take(5) {
+        for (t, e) in h.events.iter().rev().take(if compact { 2 } else { 5 }) {
             let time = nasprobe_analysis::time::rfc3339(*t);
             lines.push(Line::from(format!(
                 "{} {}",
@@ -308,12 +782,49 @@ fn draw_host(f: &mut Frame, h: &HostLive, r: Rect) {
             )));
         }
     }
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let block = if is_wall {
+        block.border_style(Style::default().fg(Color::Red))
+    } else {
+        block
+    };
     f.render_widget(
-        Paragraph::new(lines)
-            .block(Block::default().borders(Borders::ALL).title(title))
-            .wrap(Wrap { trim: true }),
+        Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
         r,
     );
+}
+
+fn spark_lines(lines: &mut Vec<Line<'static>>, hist: &HostHistory, width: usize) {
+    let w = width.saturating_sub(18).clamp(8, 90);
+    let last = |q: &VecDeque<f64>| q.back().copied().unwrap_or(0.0);
+    for (label, q, max, value) in [
+        (
+            "flow",
+            &hist.flow_mb_s,
+            None,
+            format!("{:.1} MB/s", last(&hist.flow_mb_s)),
+        ),
+        (
+            "hot ",
+            &hist.hot,
+            Some(1.0),
+            format!("{:.0}% core", last(&hist.hot) * 100.0),
+        ),
+        (
+            "disk",
+            &hist.disk,
+            Some(1.0),
+            format!("{:.0}% util", last(&hist.disk) * 100.0),
+        ),
+        (
+            "link",
+            &hist.nic,
+            Some(1.0),
+            format!("{:.0}% link", last(&hist.nic) * 100.0),
+        ),
+    ] {
+        lines.push(Line::from(format!("{label} {} {value}", spark(q, max, w))));
+    }
 }
 
 fn body_lines(
@@ -321,6 +832,7 @@ fn body_lines(
     hello: &Hello,
     smp: &nasprobe_proto::Sample,
     width: usize,
+    compact: bool,
 ) {
     let bw = width.saturating_sub(16).clamp(4, 30);
     let total = model::cpu_busy(&smp.cpu_total).unwrap_or(0.0);
@@ -330,82 +842,92 @@ fn body_lines(
         smp.procs_running,
         smp.procs_blocked
     )));
-    for (i, c) in smp.cpus.iter().enumerate() {
-        let b = model::cpu_busy(c).unwrap_or(0.0);
-        lines.push(Line::from(vec![
-            Span::raw(format!("cpu{i:<3}")),
-            Span::styled(bar(b, bw), level(b)),
-            Span::raw(format!(" {:>3.0}%", b * 100.0)),
-        ]));
+    if compact {
+        let cores: Vec<String> = smp
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let b = model::cpu_busy(c).unwrap_or(0.0);
+                format!("cpu{i} {:.0}%", b * 100.0)
+            })
+            .collect();
+        lines.push(Line::from(cores.join("  ")));
+    } else {
+        for (i, c) in smp.cpus.iter().enumerate() {
+            let b = model::cpu_busy(c).unwrap_or(0.0);
+            lines.push(Line::from(vec![
+                Span::raw(format!("cpu{i:<3}")),
+                Span::styled(bar(b, bw), level(b)),
+                Span::raw(format!(" {:>3.0}%", b * 100.0)),
+            ]));
+        }
     }
     if let Some(t) = model::hottest_thread(hello, smp) {
         lines.push(Line::from(vec![
             Span::raw("hot "),
-            Span::styled(
-                format!(
-                    "{}/{} [{}] {:.0}% of a core",
-                    t.process,
-                    t.thread,
-                    t.tid,
-                    t.core_fraction * 100.0
-                ),
-                level(t.core_fraction),
-            ),
+            Span::styled(hot_text(&t), level(t.core_fraction)),
         ]));
     }
-    lines.push(head("top processes"));
-    for p in smp.top.iter().take(5) {
-        let c = model::proc_cpu(hello, smp, p);
-        lines.push(Line::from(format!(
-            "{:>6} {:<15} {:>4.0}% {}",
-            p.pid,
-            p.comm.as_str(),
-            c * 100.0,
-            p.state as char
-        )));
+    if !compact {
+        lines.push(head("top processes"));
+        for p in smp.top.iter().take(5) {
+            let c = model::proc_cpu(hello, smp, p);
+            lines.push(Line::from(format!(
+                "{:>6} {:<15} {:>4.0}% {}",
+                p.pid,
+                p.comm.as_str(),
+                c * 100.0,
+                p.state as char
+            )));
+        }
     }
-    let mut disks: Vec<_> = smp
-        .disks
-        .iter()
-        .filter_map(|d| model::disk_rate(hello, smp, d))
-        .collect();
-    disks.sort_by(|a, b| b.util.total_cmp(&a.util));
     lines.push(head("disks   util  await   MB/s"));
+    let disks = disk_rows(hello, smp);
     if disks.is_empty() {
-        lines.push(Line::from("(all idle)"));
+        lines.push(Line::from("(no disks)"));
     }
-    for d in disks.iter().take(6) {
+    for d in disks.iter().take(if compact { 3 } else { 6 }) {
         lines.push(Line::from(vec![
             Span::raw(format!("{:<7}", d.name)),
             Span::styled(format!("{:>4.0}%", d.util * 100.0), level(d.util)),
             Span::raw(format!(
-                " {:>6} {:>6.1}",
+                " {:>6} {:>6.1}{}",
                 d.await_ms.map_or("-".into(), |a| format!("{a:.1}ms")),
-                d.read_mb_s + d.write_mb_s
+                d.read_mb_s + d.write_mb_s,
+                if d.is_md { " (md: see members)" } else { "" }
             )),
         ]));
     }
     lines.push(head("nics    rx/tx MB/s   link"));
-    for n in smp
-        .nics
-        .iter()
-        .filter_map(|n| model::nic_rate(hello, smp, n))
-        .take(4)
-    {
+    for n in nic_rows(hello, smp) {
         let u = n.util.unwrap_or(0.0);
-        lines.push(Line::from(vec![
-            Span::raw(format!(
-                "{:<7} {:>5.1}/{:<5.1} ",
-                n.name, n.rx_mb_s, n.tx_mb_s
-            )),
-            Span::styled(
-                match n.util {
-                    Some(u) => format!("{:>3.0}% of {} Mbit/s", u * 100.0, n.speed_mbit),
-                    None if n.up => "speed ?".into(),
-                    None => "down".into(),
-                },
-                level(u),
+        let name = if n.slave {
+            format!("↳ {}", n.name)
+        } else {
+            n.name.clone()
+        };
+        let link = match (&n.bond, n.util) {
+            (Some((k, Some(c))), Some(u)) => {
+                format!(
+                    "{k} slaves; the flow rides {c}: {:.0}% of its link",
+                    u * 100.0
+                )
+            }
+            (Some((k, _)), _) => format!("{k} slaves, no flow"),
+            (None, Some(u)) => format!(
+                "{:>3.0}% of {} Mbit/s{}",
+                u * 100.0,
+                n.speed_mbit,
+                if n.carries_flow { " ← the flow" } else { "" }
             ),
+            (None, None) if !n.seen => "idle".into(),
+            (None, None) if n.up => "speed ?".into(),
+            (None, None) => "down".into(),
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!("{name:<7} {:>5.1}/{:<5.1} ", n.rx, n.tx)),
+            Span::styled(link, level(u)),
         ]));
     }
     if let Some(m) = model::mem_rate(smp) {

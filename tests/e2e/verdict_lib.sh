@@ -3,6 +3,7 @@
 # (--proc-root/--sys-root), `nasprobe record` stores them. Source it; do not run it (not
 # executable, so scripts/test does not take it for a step).
 #
+#   vr_start NAME DIR [SCENARIO ARGS...]   (the generator and agents only; see below)
 #   vr_record NAME DIR DUR [SCENARIO ARGS...]
 #       NAME: a built-in scenario, or a scenario file FILE.json;
 #       writes DIR/tree (the trees), DIR/nasprobe.db, DIR/token, logs in DIR; returns non-zero
@@ -30,6 +31,24 @@ vr_stop() { # DIR: stops what vr_record started there
 vr_record() { # NAME DIR DUR [scenario args...]
     local name=$1 dir=$2 dur=$3
     shift 3
+    vr_start "$name" "$dir" "$@" || return 1
+    local hosts
+    read -r -a hosts <"$dir/hosts.args"
+    if ! "$NP" --db "$dir/nasprobe.db" --token-file "$dir/token" --hosts-file "$dir/hosts" record \
+        --duration "$dur" "${hosts[@]}" 2>"$dir/record.log"; then
+        echo "record failed: $(cat "$dir/record.log")" >"$dir/result"
+        vr_stop "$dir"
+        return 1
+    fi
+    vr_stop "$dir"
+}
+
+# vr_start NAME DIR [scenario args...]: the scenario generator and one agent per host, running;
+# DIR/hosts.args holds the host arguments (NAME=127.0.0.1:PORT ...) on one line, DIR/token the
+# token. vr_stop DIR ends them.
+vr_start() {
+    local name=$1 dir=$2
+    shift 2
     mkdir -p "$dir"
     : >"$dir/pids"
     rm -f "$dir/result"
@@ -63,12 +82,6 @@ vr_record() { # NAME DIR DUR [scenario args...]
         echo $! >>"$dir/pids"
         hosts+=("$host=127.0.0.1:$port")
     done <"$dir/scenario.out"
+    echo "${hosts[*]}" >"$dir/hosts.args"
     sleep 0.3
-    if ! "$NP" --db "$dir/nasprobe.db" --token-file "$tok" --hosts-file "$dir/hosts" record \
-        --duration "$dur" "${hosts[@]}" 2>"$dir/record.log"; then
-        echo "record failed: $(cat "$dir/record.log")" >"$dir/result"
-        vr_stop "$dir"
-        return 1
-    fi
-    vr_stop "$dir"
 }
