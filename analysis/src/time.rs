@@ -61,6 +61,24 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// A duration for people: "45 s", "2 min 30 s", "1 h 32 min", "2 d 3 h".
+pub fn dur(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        if s.is_multiple_of(60) {
+            format!("{} min", s / 60)
+        } else {
+            format!("{} min {} s", s / 60, s % 60)
+        }
+    } else if s < 86_400 {
+        format!("{} h {} min", s / 3600, (s % 3600) / 60)
+    } else {
+        format!("{} d {} h", s / 86_400, (s % 86_400) / 3600)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

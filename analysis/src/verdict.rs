@@ -235,6 +235,15 @@ pub fn grade_1gbe(mb_s: f64) -> &'static str {
     }
 }
 
+/// The same ladder for a link of `link_mbit` (None or 0: 1 GbE, the field's reference): the rate
+/// is judged as the same fraction of that link.
+pub fn grade_for_link(mb_s: f64, link_mbit: Option<u32>) -> &'static str {
+    match link_mbit.filter(|&l| l > 0) {
+        Some(l) => grade_1gbe(mb_s * 1000.0 / f64::from(l)),
+        None => grade_1gbe(mb_s),
+    }
+}
+
 pub fn round2(x: f64) -> f64 {
     if x.is_finite() {
         // `+ 0.0` turns -0.0 into 0.0 (it would print as "-0").

@@ -134,6 +134,30 @@ pub enum Command {
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
     },
+    /// The field's file-copy ladder through a mounted share (SMB, NFS, sshfs): one big file
+    /// written then read back, then a series of files from 2 MB to 2 GB, past the page cache,
+    /// each step graded; with agents named, the wall on the NAS side during each step
+    Ladder {
+        /// A folder on the mounted share (the test files go in a folder of their own there)
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Agent on the NAS side to record meanwhile (NAME=ADDR:PORT, ADDR[:PORT] or a NAME
+        /// from the host list; repeatable)
+        #[arg(long = "agent", value_name = "HOST")]
+        agents: Vec<String>,
+        /// Size of the single big file
+        #[arg(long, value_name = "SIZE", default_value = "5G", value_parser = parse_size)]
+        big: u64,
+        /// The series: FROM..TO, doubling from FROM (e.g. 2M..2G)
+        #[arg(long, value_name = "FROM..TO", default_value = "2M..2G", value_parser = parse_size_range)]
+        series: (u64, u64),
+        /// Link speed to grade against, Mbit/s [default: the agents' link, else 1000]
+        #[arg(long, value_name = "MBIT")]
+        link_mbit: Option<u32>,
+        /// One JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
     /// Check the database: integrity, and per agent instance that every sequence number is
     /// stored exactly once or recorded as a gap (exit 1 otherwise)
     Check,
@@ -206,6 +230,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Parses durations such as `500ms`, `30s`, `10m`, `2h`, `30d`, `1w`, `1h30m`; a bare number
 /// is seconds.
+/// `FROM..TO`, two sizes as [`parse_size`] reads them.
+pub fn parse_size_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?}: want FROM..TO, e.g. 2M..2G"))?;
+    let (a, b) = (parse_size(a)?, parse_size(b)?);
+    if a == 0 || a > b {
+        return Err(format!("{s:?}: want 0 < FROM <= TO"));
+    }
+    Ok((a, b))
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s.is_empty() {

@@ -13,6 +13,7 @@ pub mod client;
 pub mod conn;
 pub mod export;
 pub mod hosts;
+pub mod ladder;
 pub mod live_verdict;
 pub mod local;
 pub mod model;

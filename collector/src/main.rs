@@ -83,6 +83,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Events { since, json } => nasprobe::report::events(c, since, json),
         Command::Check => nasprobe::report::check(c),
+        Command::Ladder {
+            dir,
+            agents,
+            big,
+            series,
+            link_mbit,
+            json,
+        } => nasprobe::ladder::run(
+            c,
+            &nasprobe::ladder::LadderArgs {
+                dir,
+                agents,
+                big,
+                series_from: series.0,
+                series_to: series.1,
+                link_mbit,
+                json,
+            },
+        ),
         Command::Hosts { command } => {
             let (path, mut list) = nasprobe::host_list(c)?;
             match command {

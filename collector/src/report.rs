@@ -111,7 +111,17 @@ pub fn load(
     since: Option<Duration>,
     expect_bytes: Option<u64>,
 ) -> anyhow::Result<(Vec<HostData>, Report)> {
-    let (mut from, mut to) = window(since);
+    let (from, to) = window(since);
+    load_between(store, from, to, expect_bytes)
+}
+
+/// [`load`] over `[from, to]` (ms since the epoch; None: open ended).
+pub fn load_between(
+    store: &Store,
+    mut from: Option<u64>,
+    mut to: Option<u64>,
+    expect_bytes: Option<u64>,
+) -> anyhow::Result<(Vec<HostData>, Report)> {
     let hosts: Vec<HostData> = store
         .load_window(from, to)?
         .into_iter()
