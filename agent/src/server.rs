@@ -25,7 +25,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use crate::config::Config;
 use crate::daemon::Signals;
 use crate::ring::Ring;
-use crate::sampler::{Sampler, empty_sample, wall_ms};
+use crate::sampler::{Sampler, wall_ms};
 
 /// Send a `KeepAlive` after this long without sending anything.
 pub const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
@@ -354,7 +354,7 @@ impl Server {
             sample_msg: Box::new(Message::Record(Record {
                 seq: 0,
                 time_ms: 0,
-                body: RecordBody::Sample(empty_sample()),
+                body: RecordBody::Sample(nasprobe_proto::Sample::default()),
             })),
             limiter: AuthLimiter::default(),
             instance_id,

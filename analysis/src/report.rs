@@ -436,7 +436,7 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
     let mut o = EventOut {
         host: host.to_string(),
         at: rfc3339(time_ms),
-        kind: crate::rates::event_kind(e),
+        kind: e.kind(),
         pid: None,
         process: None,
         cmdline: None,

@@ -210,7 +210,10 @@ impl Session {
             buf: Vec::with_capacity(MAX_FRAME_LEN + LEN_PREFIX),
             start: 0,
             read_timeout: HANDSHAKE_TIMEOUT,
-            hello: empty_hello(),
+            hello: Hello {
+                interval_ms: 1000,
+                ..Hello::default()
+            },
             expected_seq: 0,
         };
         let h = host.to_string();
@@ -450,30 +453,6 @@ pub fn record_body_bytes(m: &[u8]) -> Option<&[u8]> {
         at += n;
     }
     Some(&m[at..])
-}
-
-fn empty_hello() -> Hello {
-    Hello {
-        protocol_version: PROTOCOL_VERSION,
-        agent_version: Default::default(),
-        instance_id: 0,
-        started_ms: 0,
-        now_ms: 0,
-        host_name: Default::default(),
-        kernel_release: Default::default(),
-        arch: Default::default(),
-        cpu_count: 0,
-        clock_ticks_per_sec: 100,
-        page_size: 4096,
-        boot_id: Default::default(),
-        interval_ms: 1000,
-        oldest_seq: 0,
-        newest_seq: 0,
-        disks: Default::default(),
-        md_arrays: Default::default(),
-        nics: Default::default(),
-        mounts: Default::default(),
-    }
 }
 
 #[cfg(test)]

@@ -204,7 +204,7 @@ impl Item {
                     instance,
                     seq: r.seq,
                     time_ms: r.time_ms,
-                    kind: model::event_kind(e),
+                    kind: e.kind(),
                     pid,
                     name,
                     body,

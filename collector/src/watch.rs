@@ -138,28 +138,31 @@ pub fn plain_line(h: &HostLive) -> String {
         .disks
         .iter()
         .filter_map(|d| model::disk_rate(hello, smp, d))
-        .max_by(|a, b| a.util.total_cmp(&b.util))
+        .max_by(|a, b| a.figures.util.total_cmp(&b.figures.util))
     {
         s += &format!(
             " | disk {} {:.0}% {:.1}ms {:.1}MB/s",
             d.name,
-            d.util * 100.0,
-            d.await_ms.unwrap_or(0.0),
-            d.read_mb_s + d.write_mb_s
+            d.figures.util * 100.0,
+            d.figures.await_ms.unwrap_or(0.0),
+            (d.figures.read_bps + d.figures.write_bps) / 1e6
         );
     }
     if let Some(n) = smp
         .nics
         .iter()
         .filter_map(|n| model::nic_rate(hello, smp, n))
-        .max_by(|a, b| (a.rx_mb_s.max(a.tx_mb_s)).total_cmp(&b.rx_mb_s.max(b.tx_mb_s)))
+        .max_by(|a, b| {
+            (a.figures.rx_bps.max(a.figures.tx_bps))
+                .total_cmp(&b.figures.rx_bps.max(b.figures.tx_bps))
+        })
     {
         s += &format!(
             " | nic {} rx {:.1} tx {:.1} MB/s{}",
             n.name,
-            n.rx_mb_s,
-            n.tx_mb_s,
-            n.util.map_or(String::new(), |u| format!(
+            n.figures.rx_bps / 1e6,
+            n.figures.tx_bps / 1e6,
+            n.figures.util.map_or(String::new(), |u| format!(
                 " {:.0}% of {} Mbit/s",
                 u * 100.0,
                 n.speed_mbit
@@ -369,7 +372,7 @@ fn body_lines(
         .iter()
         .filter_map(|d| model::disk_rate(hello, smp, d))
         .collect();
-    disks.sort_by(|a, b| b.util.total_cmp(&a.util));
+    disks.sort_by(|a, b| b.figures.util.total_cmp(&a.figures.util));
     lines.push(head("disks   util  await   MB/s"));
     if disks.is_empty() {
         lines.push(Line::from("(all idle)"));
@@ -377,11 +380,16 @@ fn body_lines(
     for d in disks.iter().take(6) {
         lines.push(Line::from(vec![
             Span::raw(format!("{:<7}", d.name)),
-            Span::styled(format!("{:>4.0}%", d.util * 100.0), level(d.util)),
+            Span::styled(
+                format!("{:>4.0}%", d.figures.util * 100.0),
+                level(d.figures.util),
+            ),
             Span::raw(format!(
                 " {:>6} {:>6.1}",
-                d.await_ms.map_or("-".into(), |a| format!("{a:.1}ms")),
-                d.read_mb_s + d.write_mb_s
+                d.figures
+                    .await_ms
+                    .map_or("-".into(), |a| format!("{a:.1}ms")),
+                (d.figures.read_bps + d.figures.write_bps) / 1e6
             )),
         ]));
     }
@@ -392,16 +400,18 @@ fn body_lines(
         .filter_map(|n| model::nic_rate(hello, smp, n))
         .take(4)
     {
-        let u = n.util.unwrap_or(0.0);
+        let u = n.figures.util.unwrap_or(0.0);
         lines.push(Line::from(vec![
             Span::raw(format!(
                 "{:<7} {:>5.1}/{:<5.1} ",
-                n.name, n.rx_mb_s, n.tx_mb_s
+                n.name,
+                n.figures.rx_bps / 1e6,
+                n.figures.tx_bps / 1e6
             )),
             Span::styled(
-                match n.util {
+                match n.figures.util {
                     Some(u) => format!("{:>3.0}% of {} Mbit/s", u * 100.0, n.speed_mbit),
-                    None if n.up => "speed ?".into(),
+                    None if n.figures.up => "speed ?".into(),
                     None => "down".into(),
                 },
                 level(u),

@@ -281,7 +281,7 @@ fn push_and_query_back() {
     for (hello, s, sample) in w.decoded() {
         let sample: Sample = sample;
         let n = model::nic_rate(hello, &sample, &sample.nics[0]).unwrap();
-        want_rx.insert(s.time_ms, n.rx_mb_s * 1e6);
+        want_rx.insert(s.time_ms, n.figures.rx_bps);
         let hot = model::hottest_thread(hello, &sample).unwrap();
         assert_eq!(hot.process, "synoreplicad");
         want_thread.insert(s.time_ms, hot.core_fraction);

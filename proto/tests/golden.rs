@@ -482,3 +482,109 @@ mod decoder_errors {
         }
     }
 }
+
+/// `split_record` and `sample_interval_us` over the golden frames: the layout the store relies
+/// on (it keeps a record's body bytes as they came) is the wire's.
+mod record_split {
+    use super::*;
+    use nasprobe_proto::frame::{FrameError, LEN_PREFIX, sample_interval_us, split_record};
+
+    fn after_version(frame: &[u8]) -> &[u8] {
+        &frame[LEN_PREFIX + 1..]
+    }
+
+    #[test]
+    fn sample_record_splits_into_seq_time_and_sample_bytes() {
+        let p = split_record(after_version(&GOLDEN_SAMPLE)).unwrap();
+        assert_eq!(
+            (p.seq, p.time_ms, p.is_event),
+            (7, 1_700_000_002_000, false)
+        );
+        let sample: Sample = postcard::from_bytes(p.body).unwrap();
+        assert_eq!(sample, sample_sample());
+        assert_eq!(sample_interval_us(p.body), Ok(sample_sample().interval_us));
+    }
+
+    #[test]
+    fn event_records_split() {
+        for golden in [
+            &GOLDEN_EV_START[..],
+            &GOLDEN_EV_EXIT,
+            &GOLDEN_EV_LINK,
+            &GOLDEN_EV_AGENT,
+            &GOLDEN_EV_DEV,
+        ] {
+            let p = split_record(after_version(golden)).unwrap();
+            assert_eq!((p.seq, p.time_ms, p.is_event), (8, 1000, true));
+            let Message::Record(r) = decode_frame(golden, MAX_FRAME_LEN).unwrap().unwrap().0 else {
+                panic!("not a record");
+            };
+            let RecordBody::Event(e) = r.body else {
+                panic!("not an event");
+            };
+            assert_eq!(postcard::from_bytes::<Event>(p.body).unwrap(), e);
+        }
+    }
+
+    #[test]
+    fn other_messages_and_truncations_are_malformed() {
+        assert_eq!(
+            split_record(after_version(&GOLDEN_HELLO)),
+            Err(FrameError::Malformed)
+        );
+        let body = after_version(&GOLDEN_SAMPLE);
+        // Cut inside the tag, seq, time or body tag: never a panic, always Malformed.
+        for cut in 0..8 {
+            assert_eq!(
+                split_record(&body[..cut]),
+                Err(FrameError::Malformed),
+                "{cut}"
+            );
+        }
+        // A body tag past RecordBody's variants.
+        let mut bad = body.to_vec();
+        bad[8] = 2;
+        assert_eq!(split_record(&bad), Err(FrameError::Malformed));
+        assert_eq!(sample_interval_us(&[0x80]), Err(FrameError::Malformed));
+    }
+
+    #[test]
+    fn vocabulary_defaults_totals_and_kinds() {
+        let h = Hello::default();
+        assert_eq!(
+            (h.protocol_version, h.clock_ticks_per_sec, h.page_size),
+            (PROTOCOL_VERSION, 100, 4096)
+        );
+        assert!(Sample::default().cpus.is_empty());
+        let t = CpuTicks {
+            user: u32::MAX,
+            steal: u32::MAX,
+            idle: 2,
+            ..Default::default()
+        };
+        assert_eq!(t.total(), 2 * u64::from(u32::MAX) + 2);
+        let kinds: std::vec::Vec<&str> = [
+            &GOLDEN_EV_START[..],
+            &GOLDEN_EV_EXIT,
+            &GOLDEN_EV_LINK,
+            &GOLDEN_EV_AGENT,
+            &GOLDEN_EV_DEV,
+        ]
+        .iter()
+        .map(|g| {
+            let p = split_record(after_version(g)).unwrap();
+            postcard::from_bytes::<Event>(p.body).unwrap().kind()
+        })
+        .collect();
+        assert_eq!(
+            kinds,
+            [
+                "process_start",
+                "process_exit",
+                "link_change",
+                "agent_start",
+                "device_added"
+            ]
+        );
+    }
+}

@@ -489,28 +489,6 @@ fn clear(out: &mut Sample) {
     out.agent.rss_kib = 0;
 }
 
-/// An empty sample to fill (the server keeps one and reuses it).
-pub fn empty_sample() -> Sample {
-    Sample {
-        interval_us: 0,
-        cpu_total: CpuTicks::default(),
-        cpus: heapless::Vec::new(),
-        procs_running: 0,
-        procs_blocked: 0,
-        forks: 0,
-        context_switches: 0,
-        short_lived: 0,
-        top: heapless::Vec::new(),
-        disks: heapless::Vec::new(),
-        nics: heapless::Vec::new(),
-        memory: None,
-        vm: None,
-        tcp: None,
-        mounts: heapless::Vec::new(),
-        agent: AgentSelf::default(),
-    }
-}
-
 /// Wall clock now, ms since the Unix epoch (0 if the clock is before 1970).
 pub(crate) fn wall_ms() -> u64 {
     std::time::SystemTime::now()
