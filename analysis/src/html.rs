@@ -15,7 +15,7 @@ use std::fmt::Write;
 use crate::input::HostData;
 use crate::report::Report;
 use crate::series::{self, HostSeries};
-use crate::verdict;
+use crate::verdict::{self, Resource};
 use charts::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
 
@@ -145,7 +145,7 @@ fn headline_plain(r: &Report) -> String {
     let host = b.host.as_deref().unwrap_or("?");
     let u = verdict::pct(b.utilization);
     match b.resource {
-        "cpu_thread" => format!(
+        Resource::CpuThread => format!(
             "the wall is on {host}: {} `{}` at {u} of a core",
             match &b.thread {
                 Some(t) => format!("thread `{t}` of"),
@@ -153,17 +153,17 @@ fn headline_plain(r: &Report) -> String {
             },
             b.process.as_deref().unwrap_or("?")
         ),
-        "cpu_all" => format!("the wall is on {host}: all cores at {u} busy"),
-        "disk" => format!(
+        Resource::CpuAll => format!("the wall is on {host}: all cores at {u} busy"),
+        Resource::Disk => format!(
             "the wall is on {host}: disk {} at {u} util",
             b.device.as_deref().unwrap_or("?")
         ),
-        "nic" => format!(
+        Resource::Nic => format!(
             "the wall is on {host}: NIC {} at {u} of its link",
             b.device.as_deref().unwrap_or("?")
         ),
-        "memory" => format!("the wall is on {host}: memory — the host is swapping"),
-        _ => "no wall found on the observed hosts".to_string(),
+        Resource::Memory => format!("the wall is on {host}: memory — the host is swapping"),
+        Resource::None => "no wall found on the observed hosts".to_string(),
     }
 }
 
@@ -193,7 +193,7 @@ fn list(o: &mut String, title: &str, class: &str, items: &[String]) {
 
 fn verdict_section(o: &mut String, r: &Report) {
     let b = &r.bottleneck;
-    let wall = b.resource != "none";
+    let wall = b.resource != Resource::None;
     let _ = writeln!(
         o,
         "<section id=\"verdict\" class=\"{}\">",
@@ -410,7 +410,7 @@ fn events_table(o: &mut String, hosts: &[HostData]) {
                 e.time_ms,
                 h.name.as_str(),
                 charts::event_class(&e.event),
-                charts::describe(e.time_ms, &e.event),
+                charts::describe(e.time_ms, &e.event, charts::event_cpu_s(h, e)),
             ));
         }
     }

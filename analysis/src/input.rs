@@ -70,3 +70,15 @@ pub struct HostData {
     pub events: Vec<TimedEvent>,
     pub gaps: Vec<GapInfo>,
 }
+
+impl HostData {
+    /// CPU seconds of `ticks` counted by instance `instance`, at the clock rate its `Hello`
+    /// gives (USER_HZ; 100 when the instance is unknown).
+    pub fn ticks_s(&self, instance: usize, ticks: u64) -> f64 {
+        let hz = self
+            .instances
+            .get(instance)
+            .map_or(100, |i| i.hello.clock_ticks_per_sec.max(1));
+        ticks as f64 / f64::from(hz)
+    }
+}

@@ -246,7 +246,8 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
     let mut timed = Vec::new();
     for h in hosts {
         for e in &h.events {
-            timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event)));
+            let cpu_s = |ticks| h.ticks_s(e.instance, ticks);
+            timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event, cpu_s)));
         }
     }
     timed.sort_by_key(|e| e.0);
@@ -432,7 +433,7 @@ fn summarize(s: &HostSeries, idx: &[usize], samples: usize) -> HostSummary {
     }
 }
 
-fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
+fn event_out(host: &str, time_ms: u64, e: &Event, cpu_s: impl Fn(u64) -> f64) -> EventOut {
     let mut o = EventOut {
         host: host.to_string(),
         at: rfc3339(time_ms),
@@ -456,8 +457,7 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
             o.process = Some(x.process.comm.as_str().into());
             o.cmdline = Some(x.process.cmdline.as_str().into());
             o.lifetime_s = Some(round2(x.lifetime_ms as f64 / 1000.0));
-            // Ticks are USER_HZ (100 on every Linux seen).
-            o.cpu_s = Some(round2(x.cpu_ticks as f64 / 100.0));
+            o.cpu_s = Some(round2(cpu_s(x.cpu_ticks)));
         }
         Event::LinkChange(l) => {
             o.device = Some(l.nic.as_str().into());
@@ -809,4 +809,58 @@ fn progress(s: &HostSeries, expect: Option<u64>) -> Vec<Progress> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Instance, TimedEvent};
+    use nasprobe_proto::{Hello, ProcessExit, ProcessInfo};
+
+    /// A process's CPU time is counted at its instance's clock rate (Hello), not at 100.
+    #[test]
+    fn exit_cpu_seconds_use_the_instances_clock_rate() {
+        let exit = |pid| {
+            Event::ProcessExit(ProcessExit {
+                process: ProcessInfo {
+                    pid,
+                    ppid: 1,
+                    comm: "rsync".try_into().unwrap(),
+                    cmdline: "rsync".try_into().unwrap(),
+                    start_ticks: 0,
+                },
+                lifetime_ms: 10_000,
+                cpu_ticks: 500,
+            })
+        };
+        let inst = |id, hz| Instance {
+            id,
+            hello: Hello {
+                clock_ticks_per_sec: hz,
+                ..Hello::default()
+            },
+        };
+        let host = HostData {
+            name: "nas".into(),
+            instances: vec![inst(1, 250), inst(2, 100)],
+            events: vec![
+                TimedEvent {
+                    time_ms: 1_000,
+                    instance: 0,
+                    seq: 1,
+                    event: exit(10),
+                },
+                TimedEvent {
+                    time_ms: 2_000,
+                    instance: 1,
+                    seq: 1,
+                    event: exit(11),
+                },
+            ],
+            ..HostData::default()
+        };
+        let r = build(&[host], &Options::default());
+        let cpu: Vec<_> = r.events.iter().map(|e| (e.pid, e.cpu_s)).collect();
+        assert_eq!(cpu, [(Some(10), Some(2.0)), (Some(11), Some(5.0))]);
+    }
 }

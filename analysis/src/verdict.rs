@@ -65,11 +65,59 @@ pub struct Flow {
     pub grade: Option<String>,
 }
 
+/// The kind of resource a candidate (and the verdict) is about. Serialized as the report's
+/// strings: "cpu_thread", "cpu_all", "disk", "nic", "memory", and "none" for no wall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resource {
+    CpuThread,
+    CpuAll,
+    Disk,
+    Nic,
+    Memory,
+    None,
+}
+
+impl Resource {
+    /// Every resource a wall can be on, in the order the views list them.
+    pub const WALLS: [Resource; 5] = [
+        Resource::CpuThread,
+        Resource::CpuAll,
+        Resource::Disk,
+        Resource::Nic,
+        Resource::Memory,
+    ];
+
+    /// The report's name of it (the serialized form).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::CpuThread => "cpu_thread",
+            Resource::CpuAll => "cpu_all",
+            Resource::Disk => "disk",
+            Resource::Nic => "nic",
+            Resource::Memory => "memory",
+            Resource::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Resource {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A resource near (or not near) its ceiling on one host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Candidate {
     pub host: String,
-    pub resource: &'static str,
+    pub resource: Resource,
     pub device: Option<String>,
     pub process: Option<String>,
     /// cpu_thread: the thread's name (comm) when it differs from the process's.
@@ -92,7 +140,7 @@ pub struct Candidate {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Bottleneck {
     pub host: Option<String>,
-    pub resource: &'static str,
+    pub resource: Resource,
     pub device: Option<String>,
     pub process: Option<String>,
     /// cpu_thread: the thread's name (comm) when it differs from the process's, else null.
@@ -315,7 +363,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         };
         out.push(Candidate {
             host: h.clone(),
-            resource: "cpu_thread",
+            resource: Resource::CpuThread,
             device: None,
             process: Some(k.process.clone()),
             thread: (k.thread != k.process).then(|| k.thread.clone()),
@@ -351,7 +399,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let core_min = per_core.iter().copied().fold(f64::INFINITY, f64::min);
     out.push(Candidate {
         host: h.clone(),
-        resource: "cpu_all",
+        resource: Resource::CpuAll,
         device: None,
         process: None,
         thread: None,
@@ -408,7 +456,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         };
         out.push(Candidate {
             host: h.clone(),
-            resource: "disk",
+            resource: Resource::Disk,
             device: Some(name.clone()),
             process: None,
         thread: None,
@@ -464,7 +512,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         };
         out.push(Candidate {
             host: h.clone(),
-            resource: "nic",
+            resource: Resource::Nic,
             device: Some(name.clone()),
             process: None,
             thread: None,
@@ -508,7 +556,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let storm = swap_ps >= SWAP_STORM_PAGES_PS || (stalls >= STORM_STALLS_PS && swap_ps > 0.0);
     out.push(Candidate {
         host: h.clone(),
-        resource: "memory",
+        resource: Resource::Memory,
         device: None,
         process: None,
         thread: None,
@@ -548,29 +596,31 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
     // competes with the other walls on its score.
     let memory_wall = all
         .iter()
-        .filter(|c| c.resource == "memory" && c.wall && c.score >= MEMORY_STORM_SCORE)
+        .filter(|c| c.resource == Resource::Memory && c.wall && c.score >= MEMORY_STORM_SCORE)
         .max_by(|a, b| a.score.total_cmp(&b.score));
     let walls: Vec<&Candidate> = all
         .iter()
         .filter(|c| c.wall)
         .filter(|c| {
             // With every core busy, one busy thread of parallel work is not the single wall.
-            !(c.resource == "cpu_thread"
+            !(c.resource == Resource::CpuThread
                 && !c.lone
                 && all
                     .iter()
-                    .any(|o| o.host == c.host && o.resource == "cpu_all" && o.wall))
+                    .any(|o| o.host == c.host && o.resource == Resource::CpuAll && o.wall))
         })
         .collect();
     // A pegged thread that is its process's whole work binds the flow at that thread's speed:
     // cores busy with other work (on its host or the other) rank after it.
-    let lone_thread = walls.iter().any(|c| c.resource == "cpu_thread" && c.lone);
+    let lone_thread = walls
+        .iter()
+        .any(|c| c.resource == Resource::CpuThread && c.lone);
     // A link carrying the flow at its full payload rate binds it whatever else is busy: the
     // flow cannot go faster than the link (cores or disks busy meanwhile are not what stops it).
     let rank = |c: &Candidate| {
-        if c.resource == "cpu_all" && lone_thread {
+        if c.resource == Resource::CpuAll && lone_thread {
             c.score - 1.0
-        } else if c.resource == "nic" && c.utilization >= NIC_FULL {
+        } else if c.resource == Resource::Nic && c.utilization >= NIC_FULL {
             c.score + 1.0
         } else {
             c.score
@@ -605,7 +655,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             .as_ref()
             .filter(|_| c.wall && walls.iter().any(|w| std::ptr::eq(*w, c)))
         {
-            if w.resource == "memory" && w.host == c.host {
+            if w.resource == Resource::Memory && w.host == c.host {
                 also.push(format!("{} — likely a symptom of the swapping", c.sentence));
             } else {
                 also.push(format!(
@@ -613,7 +663,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
                     c.sentence
                 ));
             }
-        } else if c.resource != "cpu_thread" || c.utilization > 0.05 {
+        } else if c.resource != Resource::CpuThread || c.utilization > 0.05 {
             let hr = headroom(c.utilization);
             ruled_out.push(format!("{} — {hr}", c.sentence));
         }
@@ -650,7 +700,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             evidence.insert(0, outside.to_string());
             Bottleneck {
                 host: None,
-                resource: "none",
+                resource: Resource::None,
                 device: None,
                 process: None,
                 thread: None,
@@ -682,12 +732,12 @@ fn flow_sentence(f: &Flow) -> String {
 }
 
 fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
-    let on = |r: &str| all.iter().find(|c| c.host == w.host && c.resource == r);
+    let on = |r: Resource| all.iter().find(|c| c.host == w.host && c.resource == r);
     let mut v = Vec::new();
     match w.resource {
-        "cpu_thread" => {
+        Resource::CpuThread => {
             v.push("link aggregation or a faster network: one TCP flow rides one link and the thread cannot go faster".to_string());
-            if let Some(d) = on("disk") {
+            if let Some(d) = on(Resource::Disk) {
                 v.push(format!(
                     "faster disks: they are at {} util",
                     pct(d.utilization)
@@ -704,24 +754,24 @@ fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
                 v.push("what would: splitting the transfer into parallel streams, or a lighter mode of the tool".to_string());
             }
         }
-        "cpu_all" => {
+        Resource::CpuAll => {
             v.push("a faster network or disks: every core is busy".to_string());
             v.push("what would: fewer or lighter jobs at once (compression level, parallel tasks), or a faster CPU".to_string());
         }
-        "disk" => {
+        Resource::Disk => {
             v.push(
                 "a faster network, link aggregation or more CPU: the disks are the wall"
                     .to_string(),
             );
         }
-        "nic" => {
+        Resource::Nic => {
             v.push("faster disks or CPU: the link is full".to_string());
             v.push("link aggregation for a single flow: one TCP flow rides one link".to_string());
         }
-        "memory" => {
+        Resource::Memory => {
             v.push("a faster network: the host is swapping; free memory (stop memory hogs, add RAM) first".to_string());
         }
-        _ => {}
+        Resource::None => {}
     }
     v
 }

@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN, decode_body, peek_len};
+use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN, decode_body, peek_len, split_record};
+use nasprobe_proto::handshake::{ClientAction, ClientHandshake, HandshakeError};
 use nasprobe_proto::{
-    Auth, FrameError, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, Resume,
+    FrameError, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, Resume,
 };
 use smol::future::FutureExt as _;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -127,20 +127,6 @@ pub fn random_nonce() -> [u8; 32] {
     n
 }
 
-fn msg_name(m: &Message) -> &'static str {
-    match m {
-        Message::Challenge(_) => "Challenge",
-        Message::Auth(_) => "Auth",
-        Message::AuthOk(_) => "AuthOk",
-        Message::Hello(_) => "Hello",
-        Message::Resume(_) => "Resume",
-        Message::Gone(_) => "Gone",
-        Message::Record(_) => "Record",
-        Message::KeepAlive(_) => "KeepAlive",
-        Message::Refused(_) => "Refused",
-    }
-}
-
 /// What the stream brings after `Resume`.
 #[derive(Debug)]
 pub enum Incoming {
@@ -227,54 +213,36 @@ impl Session {
         Ok(s)
     }
 
+    /// Drives the protocol's handshake machine until the agent's Hello.
     async fn handshake(&mut self, token: &[u8]) -> Result<(), ClientError> {
-        let challenge = match self.read_msg().await? {
-            Message::Challenge(c) => c,
-            Message::Refused(r) => {
-                return Err(ClientError::Refused {
-                    host: self.host.clone(),
-                    reason: r.reason.to_string(),
-                });
-            }
-            other => return Err(self.unexpected("Challenge", &other)),
-        };
-        let client_nonce = random_nonce();
-        let mac = client_proof(token, &challenge.agent_nonce, &client_nonce);
-        self.send(&Message::Auth(Auth { client_nonce, mac }))
-            .await?;
-        match self.read_msg().await? {
-            Message::AuthOk(ok) => {
-                let want = agent_proof(token, &challenge.agent_nonce, &client_nonce);
-                if !proofs_equal(&ok.mac, &want) {
-                    return Err(ClientError::BadAgentProof {
-                        host: self.host.clone(),
+        let mut hs = ClientHandshake::new(random_nonce());
+        loop {
+            let msg = self.read_msg().await?;
+            let awaiting = hs.awaiting();
+            match hs.on_message(token, msg) {
+                Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)).await?,
+                Ok(ClientAction::Wait) => {}
+                Ok(ClientAction::Hello(h)) => {
+                    self.hello = h;
+                    return Ok(());
+                }
+                Err(e) => {
+                    let host = self.host.clone();
+                    return Err(match e {
+                        HandshakeError::Unexpected { got, .. } => ClientError::Unexpected {
+                            host,
+                            expected: awaiting,
+                            got,
+                        },
+                        HandshakeError::BadProof => ClientError::BadAgentProof { host },
+                        HandshakeError::Refused(reason) => ClientError::Refused {
+                            host,
+                            reason: reason.to_string(),
+                        },
+                        HandshakeError::Version(version) => ClientError::Version { host, version },
                     });
                 }
             }
-            Message::Refused(r) => {
-                return Err(ClientError::Refused {
-                    host: self.host.clone(),
-                    reason: r.reason.to_string(),
-                });
-            }
-            other => return Err(self.unexpected("AuthOk", &other)),
-        }
-        match self.read_msg().await? {
-            Message::Hello(h) => {
-                if h.protocol_version != PROTOCOL_VERSION {
-                    return Err(ClientError::Version {
-                        host: self.host.clone(),
-                        version: h.protocol_version,
-                    });
-                }
-                self.hello = h;
-                Ok(())
-            }
-            Message::Refused(r) => Err(ClientError::Refused {
-                host: self.host.clone(),
-                reason: r.reason.to_string(),
-            }),
-            other => Err(self.unexpected("Hello", &other)),
         }
     }
 
@@ -342,7 +310,7 @@ impl Session {
         ClientError::Unexpected {
             host: self.host.clone(),
             expected,
-            got: msg_name(got),
+            got: got.name(),
         }
     }
 
@@ -383,11 +351,11 @@ impl Session {
                     let body = &avail[LEN_PREFIX..total];
                     let msg = decode_body(body).map_err(ferr)?;
                     let raw = match &msg {
-                        Message::Record(_) => record_body_bytes(&body[1..])
-                            .map(<[u8]>::to_vec)
-                            .ok_or(ClientError::Frame {
+                        Message::Record(_) => split_record(&body[1..])
+                            .map(|p| p.body.to_vec())
+                            .map_err(|source| ClientError::Frame {
                                 host: self.host.clone(),
-                                source: FrameError::Malformed,
+                                source,
                             })?,
                         _ => Vec::new(),
                     };
@@ -429,52 +397,5 @@ impl Session {
                 });
             }
         }
-    }
-}
-
-/// Reads a postcard varint; returns (value, bytes used).
-fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
-/// Given the postcard bytes of a `Message::Record` (after the version byte), returns the bytes
-/// of the record's `Sample`/`Event` (skips the message tag, seq, time_ms and body tag).
-pub fn record_body_bytes(m: &[u8]) -> Option<&[u8]> {
-    let mut at = 0;
-    for _ in 0..4 {
-        let (_, n) = varint(&m[at..])?;
-        at += n;
-    }
-    Some(&m[at..])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use nasprobe_proto::{Event, RecordBody};
-
-    #[test]
-    fn record_body_slice_matches_postcard() {
-        let body = RecordBody::Event(Event::DeviceAdded(nasprobe_proto::DeviceAdded::Nic(
-            "eth9".try_into().unwrap(),
-        )));
-        let m = Message::Record(Record {
-            seq: 300,
-            time_ms: 1_700_000_000_000,
-            body: body.clone(),
-        });
-        let full = postcard::to_allocvec(&m).unwrap();
-        let ev = match &body {
-            RecordBody::Event(e) => postcard::to_allocvec(e).unwrap(),
-            _ => unreachable!(),
-        };
-        assert_eq!(record_body_bytes(&full).unwrap(), &ev[..]);
     }
 }

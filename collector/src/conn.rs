@@ -127,13 +127,7 @@ pub enum StoreMsg {
     Item(Item),
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use nasprobe_proto::time::now_ms;
 
 /// Capped exponential backoff with ±25% jitter.
 #[derive(Debug, Clone)]

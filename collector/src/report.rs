@@ -26,14 +26,10 @@ pub struct ReportArgs {
     pub html: Option<std::path::PathBuf>,
 }
 
-/// The interval length of a stored sample without decoding the whole body: `interval_us` is the
-/// first field of `Sample`, so the body starts with its postcard varint. Falls back to a full
-/// decode when that reading fails.
+/// The interval length of a stored sample without decoding the whole body (proto knows the
+/// layout). Falls back to a full decode when that reading fails.
 fn interval_us(s: &StoredSample) -> u32 {
-    match postcard::take_from_bytes::<u32>(&s.body) {
-        Ok((v, _)) => v,
-        Err(_) => s.decode().interval_us,
-    }
+    nasprobe_proto::frame::sample_interval_us(&s.body).unwrap_or_else(|_| s.decode().interval_us)
 }
 
 /// Converts one host's window as stored into the analysis's input: instance rows become indices

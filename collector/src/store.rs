@@ -325,12 +325,7 @@ pub struct Store {
     open_gaps: HashMap<i64, u64>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::conn::now_ms;
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.

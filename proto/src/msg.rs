@@ -73,6 +73,23 @@ pub enum Message {
     Refused(Refused),
 }
 
+impl Message {
+    /// The variant's name, for logs and errors ("Challenge", "Record", ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Challenge(_) => "Challenge",
+            Message::Auth(_) => "Auth",
+            Message::AuthOk(_) => "AuthOk",
+            Message::Hello(_) => "Hello",
+            Message::Resume(_) => "Resume",
+            Message::Gone(_) => "Gone",
+            Message::Record(_) => "Record",
+            Message::KeepAlive(_) => "KeepAlive",
+            Message::Refused(_) => "Refused",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Challenge {
     pub agent_nonce: [u8; 32],

@@ -588,3 +588,176 @@ mod record_split {
         );
     }
 }
+
+/// The handshake machines of both sides driven against each other over real frames: the
+/// transcript is golden (Challenge, Auth and AuthOk bytes with known nonces and token, the
+/// proofs computed independently with Python's hmac), and every misstep is a typed error.
+mod handshake {
+    use super::*;
+    use nasprobe_proto::handshake::*;
+
+    const TOKEN: &[u8] = b"token";
+    const CLIENT_MAC: &str = "9218d9ca4a9fb1a27bea61ecb31482a098b3154b0b157a2da26d23a649e1b72c";
+    const AGENT_MAC: &str = "2cd18a255b843db869ed5247aad43dea3d91c8c8bd7c289db1a5aee22f69f5e2";
+
+    /// Messages are fixed-capacity and large (a `Record` holds a whole `Sample`): debug builds
+    /// need more than the test thread's stack for a few of them.
+    fn big_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn unhex(h: &str) -> std::vec::Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Encodes and decodes `m` as one frame (what the wire does to it).
+    fn wire(m: &Message, transcript: &mut std::vec::Vec<std::vec::Vec<u8>>) -> Message {
+        let mut buf = [0u8; 4096];
+        let n = encode_frame(m, &mut buf).unwrap();
+        transcript.push(buf[..n].to_vec());
+        decode_frame(&buf[..n], MAX_FRAME_LEN).unwrap().unwrap().0
+    }
+
+    #[test]
+    fn both_sides_complete_and_the_transcript_is_golden() {
+        big_stack(|| {
+            let mut t = std::vec::Vec::new();
+            let mut agent = AgentHandshake::new([7; 32]);
+            let mut client = ClientHandshake::new([1; 32]);
+            let ch = wire(&agent.challenge(), &mut t);
+            let ClientAction::SendAuth(auth) = client.on_message(TOKEN, ch).unwrap() else {
+                panic!("client answers the Challenge");
+            };
+            let auth = wire(&Message::Auth(auth), &mut t);
+            let AgentAction::SendAuthOk(ok) = agent.on_message(TOKEN, &auth).unwrap() else {
+                panic!("agent accepts the Auth");
+            };
+            let ok = wire(&Message::AuthOk(ok), &mut t);
+            assert_eq!(client.on_message(TOKEN, ok).unwrap(), ClientAction::Wait);
+            assert_eq!(client.awaiting(), "Hello");
+            let hello = wire(&Message::Hello(sample_hello()), &mut t);
+            assert_eq!(
+                client.on_message(TOKEN, hello).unwrap(),
+                ClientAction::Hello(sample_hello())
+            );
+            assert!(client.is_done());
+            assert!(!agent.is_streaming());
+            let resume = Resume {
+                instance_id: 5,
+                after_seq: 9,
+            };
+            let r = wire(&Message::Resume(resume.clone()), &mut t);
+            assert_eq!(
+                agent.on_message(TOKEN, &r).unwrap(),
+                AgentAction::Resume(resume)
+            );
+            assert!(agent.is_streaming());
+            let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
+            assert_eq!(agent.on_message(TOKEN, &ka).unwrap(), AgentAction::Nothing);
+
+            let mut want_auth = vec![66, 0, 0, 0, 1, 1];
+            want_auth.extend([1u8; 32]);
+            want_auth.extend(unhex(CLIENT_MAC));
+            let mut want_ok = vec![34, 0, 0, 0, 1, 2];
+            want_ok.extend(unhex(AGENT_MAC));
+            let mut want_ch = vec![34, 0, 0, 0, 1, 0];
+            want_ch.extend([7u8; 32]);
+            assert_eq!(t[0], want_ch);
+            assert_eq!(t[1], want_auth);
+            assert_eq!(t[2], want_ok);
+            assert_eq!(t[3], GOLDEN_HELLO);
+        });
+    }
+
+    #[test]
+    fn wrong_token_either_way_is_bad_proof() {
+        big_stack(|| {
+            let mut agent = AgentHandshake::new([7; 32]);
+            let mut client = ClientHandshake::new([1; 32]);
+            let ClientAction::SendAuth(auth) =
+                client.on_message(b"tokem", agent.challenge()).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(
+                agent.on_message(TOKEN, &Message::Auth(auth)),
+                Err(HandshakeError::BadProof)
+            );
+            // An agent that does not know the token cannot prove itself to the collector.
+            let mut client = ClientHandshake::new([1; 32]);
+            client.on_message(TOKEN, agent.challenge()).unwrap();
+            let forged = Message::AuthOk(AuthOk { mac: [0; 32] });
+            assert_eq!(
+                client.on_message(TOKEN, forged),
+                Err(HandshakeError::BadProof)
+            );
+        });
+    }
+
+    #[test]
+    fn out_of_order_refused_and_other_versions_are_typed() {
+        big_stack(|| {
+            let mut agent = AgentHandshake::new([7; 32]);
+            let resume = Message::Resume(Resume {
+                instance_id: 0,
+                after_seq: 0,
+            });
+            assert_eq!(
+                agent.on_message(TOKEN, &resume),
+                Err(HandshakeError::Unexpected {
+                    awaiting: "Auth",
+                    got: "Resume"
+                })
+            );
+            let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
+            assert!(
+                agent.on_message(TOKEN, &ka).is_err(),
+                "no KeepAlive before Auth"
+            );
+
+            let mut client = ClientHandshake::new([1; 32]);
+            assert_eq!(
+                client.on_message(TOKEN, Message::Hello(sample_hello())),
+                Err(HandshakeError::Unexpected {
+                    awaiting: "Challenge",
+                    got: "Hello"
+                })
+            );
+            let mut client = ClientHandshake::new([1; 32]);
+            let refused = Message::Refused(Refused {
+                reason: s("too many clients"),
+            });
+            assert_eq!(
+                client.on_message(TOKEN, refused),
+                Err(HandshakeError::Refused(s("too many clients")))
+            );
+            // A Hello of another version after a good AuthOk.
+            let mut agent = AgentHandshake::new([7; 32]);
+            let mut client = ClientHandshake::new([1; 32]);
+            let ClientAction::SendAuth(auth) = client.on_message(TOKEN, agent.challenge()).unwrap()
+            else {
+                panic!()
+            };
+            let AgentAction::SendAuthOk(ok) =
+                agent.on_message(TOKEN, &Message::Auth(auth)).unwrap()
+            else {
+                panic!()
+            };
+            client.on_message(TOKEN, Message::AuthOk(ok)).unwrap();
+            let mut h = sample_hello();
+            h.protocol_version = 2;
+            assert_eq!(
+                client.on_message(TOKEN, Message::Hello(h)),
+                Err(HandshakeError::Version(2))
+            );
+        });
+    }
+}

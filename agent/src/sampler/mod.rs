@@ -489,9 +489,4 @@ fn clear(out: &mut Sample) {
     out.agent.rss_kib = 0;
 }
 
-/// Wall clock now, ms since the Unix epoch (0 if the clock is before 1970).
-pub(crate) fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub(crate) use nasprobe_proto::time::now_ms as wall_ms;

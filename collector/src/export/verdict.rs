@@ -35,7 +35,7 @@ pub fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> anyhow::R
     let b = &r.bottleneck;
     let labels = [
         ("host", b.host.as_deref().unwrap_or("")),
-        ("resource", b.resource),
+        ("resource", b.resource.as_str()),
         ("device", b.device.as_deref().unwrap_or("")),
         ("process", b.process.as_deref().unwrap_or("")),
         ("thread", b.thread.as_deref().unwrap_or("")),
