@@ -13,36 +13,29 @@ mod svg;
 use std::fmt::Write;
 
 use crate::input::HostData;
-use crate::report::Report;
-use crate::series::{self, HostSeries};
+use crate::report::{Analysis, Report};
 use crate::verdict::{self, Resource};
 use charts::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
 
-/// Renders the report of `hosts` (as built by [`crate::report::build`] from the same data) as
-/// one HTML document.
-pub fn render(hosts: &[HostData], report: &Report) -> String {
-    let series: Vec<HostSeries> = hosts.iter().map(series::build).collect();
-    // The verdict's figures come from the smoothed series, as in `report::build`.
-    let judged: Vec<HostSeries> = series.iter().map(series::smooth).collect();
-    let (_, active) = verdict::find_flow(&judged);
+/// Renders the analysis of `hosts` (as built by [`crate::report::analyze`] from the same data)
+/// as one HTML document: its series, candidates and report, nothing rebuilt.
+pub fn render(hosts: &[HostData], a: &Analysis) -> String {
+    let report = &a.report;
     let ax = time_axis(hosts);
     let ctxs: Vec<HostCtx> = hosts
         .iter()
-        .zip(series.iter().zip(&judged))
-        .map(|(h, (s, j))| {
-            let idx = verdict::active_indices(j, active);
-            HostCtx {
-                data: h,
-                s,
-                sum: report.hosts.iter().find(|x| x.name == h.name),
-                sp: Spans::new(&s.points),
-                ax,
-                cands: verdict::candidates(j, &idx),
-                wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
-                    .then_some(report.bottleneck.resource),
-                markers: charts::markers(h, &ax),
-            }
+        .zip(a.raw.iter().zip(&a.candidates))
+        .map(|(h, (s, cands))| HostCtx {
+            data: h,
+            s,
+            sum: report.hosts.iter().find(|x| x.name == h.name),
+            sp: Spans::new(&s.points),
+            ax,
+            cands: cands.clone(),
+            wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
+                .then_some(report.bottleneck.resource),
+            markers: charts::markers(h, &ax),
         })
         .collect();
 

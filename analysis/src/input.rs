@@ -72,6 +72,15 @@ pub struct HostData {
 }
 
 impl HostData {
+    /// Samples with the `Hello` of their instance, decoded one at a time, in time order (None
+    /// for a body that is not a valid sample).
+    pub fn decoded(&self) -> impl Iterator<Item = (&Hello, &TimedSample, Option<Sample>)> + '_ {
+        self.samples.iter().filter_map(|s| {
+            let inst = self.instances.get(s.instance)?;
+            Some((&inst.hello, s, s.decode()))
+        })
+    }
+
     /// CPU seconds of `ticks` counted by instance `instance`, at the clock rate its `Hello`
     /// gives (USER_HZ; 100 when the instance is unknown).
     pub fn ticks_s(&self, instance: usize, ticks: u64) -> f64 {

@@ -212,19 +212,46 @@ pub struct Progress {
 }
 
 /// Builds the report of the hosts' data.
+/// Gap reason of a stored sample the analysis could not decode (a corrupt row): it is left
+/// out of every figure and listed here instead of being dropped silently.
+pub const UNDECODABLE: &str = "undecodable: the stored sample does not decode";
+
+/// Everything the analysis builds from one window, built once: the JSON and text renderings
+/// print its `report`, the HTML one draws its series and candidates as well (none of them
+/// rebuilds series, smoothing, flow or verdict).
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Per host (in the order of the input), the series of every sample, each decoded once.
+    pub raw: Vec<HostSeries>,
+    /// The same merged into buckets of a few seconds ([`series::smooth`]): what is judged.
+    pub smoothed: Vec<HostSeries>,
+    /// The transfer's active period, when there is one.
+    pub active: Option<(u64, u64)>,
+    /// Per host, the candidates the verdict weighed.
+    pub candidates: Vec<Vec<verdict::Candidate>>,
+    pub report: Report,
+}
+
+/// The report of `hosts` (see [`analyze`]).
 pub fn build(hosts: &[HostData], opts: &Options) -> Report {
+    analyze(hosts, opts).report
+}
+
+/// Builds the series, the flow, the verdict and the report of `hosts` over the window.
+pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
     // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
     // one gives the sample counts and each death's context.
     let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
     let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
     let (flow, active_range) = verdict::find_flow(&series);
     let mut summaries = Vec::new();
-    let mut candidates = Vec::new();
+    let mut per_host = Vec::new();
     for (s, r) in series.iter().zip(&raw) {
         let idx = active_indices(s, active_range);
-        candidates.extend(verdict::candidates(s, &idx));
+        per_host.push(verdict::candidates(s, &idx));
         summaries.push(summarize(s, &idx, r.points.len()));
     }
+    let candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
     let bottleneck = verdict::decide(&candidates, flow.as_ref());
 
     let (mut lo, mut hi) = (u64::MAX, 0u64);
@@ -259,21 +286,30 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
         .collect();
     let gaps = hosts
         .iter()
-        .flat_map(|h| {
-            h.gaps.iter().map(|g| GapOut {
+        .zip(&raw)
+        .flat_map(|(h, r)| {
+            let stored = h.gaps.iter().map(|g| GapOut {
                 host: h.name.clone(),
                 from: rfc3339(g.from_ms),
                 to: rfc3339(g.to_ms),
                 samples: g.samples,
                 reason: g.reason.clone(),
-            })
+            });
+            let undecodable = r.undecodable.iter().map(|&t| GapOut {
+                host: h.name.clone(),
+                from: rfc3339(t),
+                to: rfc3339(t),
+                samples: Some(1),
+                reason: UNDECODABLE.to_string(),
+            });
+            stored.chain(undecodable)
         })
         .collect();
     let progress = raw
         .iter()
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();
-    Report {
+    let report = Report {
         window: Window {
             from: rfc3339(from),
             to: rfc3339(to),
@@ -286,6 +322,13 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
         patterns,
         gaps,
         progress,
+    };
+    Analysis {
+        raw,
+        smoothed: series,
+        active: active_range,
+        candidates: per_host,
+        report,
     }
 }
 
@@ -862,5 +905,45 @@ mod tests {
         let r = build(&[host], &Options::default());
         let cpu: Vec<_> = r.events.iter().map(|e| (e.pid, e.cpu_s)).collect();
         assert_eq!(cpu, [(Some(10), Some(2.0)), (Some(11), Some(5.0))]);
+    }
+
+    /// A stored sample that does not decode is left out of the figures and listed as a gap,
+    /// never dropped silently.
+    #[test]
+    fn an_undecodable_sample_is_a_gap() {
+        let good = nasprobe_proto::Sample {
+            interval_us: 1_000_000,
+            ..Default::default()
+        };
+        let host = HostData {
+            name: "nas".into(),
+            instances: vec![Instance {
+                id: 1,
+                hello: Hello::default(),
+            }],
+            samples: vec![
+                crate::input::TimedSample::new(1_000, 0, 1, &good),
+                crate::input::TimedSample {
+                    time_ms: 2_000,
+                    instance: 0,
+                    seq: 2,
+                    interval_us: 1_000_000,
+                    body: vec![0x80],
+                },
+                crate::input::TimedSample::new(3_000, 0, 3, &good),
+            ],
+            ..HostData::default()
+        };
+        let a = analyze(&[host], &Options::default());
+        assert_eq!(a.raw[0].points.len(), 2);
+        assert_eq!(a.report.hosts[0].samples, 2);
+        let gaps: Vec<_> = a
+            .report
+            .gaps
+            .iter()
+            .map(|g| (&g.reason[..], g.samples))
+            .collect();
+        assert_eq!(gaps, [(UNDECODABLE, Some(1))]);
+        assert_eq!(a.report.gaps[0].from, "1970-01-01T00:00:02Z");
     }
 }

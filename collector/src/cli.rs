@@ -28,6 +28,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Common {
+    /// The global flags resolved into what every command runs with (defaults filled in).
+    pub fn context(&self) -> crate::context::Context {
+        crate::context::Context {
+            db: self.db.clone().unwrap_or_else(crate::store::default_path),
+            token_file: self
+                .token_file
+                .clone()
+                .unwrap_or_else(crate::default_token_file),
+            hosts_file: self
+                .hosts_file
+                .clone()
+                .unwrap_or_else(crate::hosts::HostList::default_path),
+            retention: self.retention,
+        }
+    }
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct Common {
     /// SQLite database [default: $XDG_DATA_HOME/nasprobe/nasprobe.db]

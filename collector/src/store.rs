@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use nasprobe_proto::{Event, Hello, Sample};
+use nasprobe_analysis::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
+use nasprobe_proto::{Event, Hello};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::model;
@@ -214,54 +215,6 @@ impl Item {
     }
 }
 
-/// An agent instance as stored.
-#[derive(Debug, Clone)]
-pub struct InstanceInfo {
-    pub row: i64,
-    pub instance_id: u64,
-    pub started_ms: u64,
-    pub first_seen_ms: u64,
-    pub last_seq: u64,
-    pub last_ms: u64,
-    /// The newest `Hello` of this instance (its inventory resolves disk and NIC indices).
-    pub hello: Hello,
-}
-
-/// A stored sample, kept as its postcard body (~250 bytes; a decoded `Sample` is ~20 KB
-/// because its lists have fixed capacity): decode one at a time with [`StoredSample::decode`].
-/// `instance` indexes `HostWindow::instances`.
-#[derive(Debug, Clone)]
-pub struct StoredSample {
-    pub instance: usize,
-    pub seq: u64,
-    pub time_ms: u64,
-    pub body: Vec<u8>,
-}
-
-impl HostWindow {
-    /// Samples with the `Hello` of their instance, decoded one at a time, in time order.
-    pub fn decoded(&self) -> impl Iterator<Item = (&Hello, &StoredSample, Sample)> + '_ {
-        self.samples
-            .iter()
-            .map(|s| (&self.instances[s.instance].hello, s, s.decode()))
-    }
-}
-
-impl StoredSample {
-    /// The decoded sample (checked at load time: this does not fail for loaded rows).
-    pub fn decode(&self) -> Sample {
-        postcard::from_bytes(&self.body).unwrap_or_else(|_| unreachable!("checked at load"))
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct StoredEvent {
-    pub instance: usize,
-    pub seq: u64,
-    pub time_ms: u64,
-    pub event: Event,
-}
-
 /// A known-missing range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gap {
@@ -275,18 +228,6 @@ pub struct Gap {
     /// Samples missing (exact for `Gone`, estimated from the interval for restarts).
     pub samples: u64,
     pub reason: String,
-}
-
-/// Everything stored for one host over a window, in time order.
-#[derive(Debug, Clone)]
-pub struct HostWindow {
-    pub host: String,
-    pub address: String,
-    /// Instances with data in the window, oldest first.
-    pub instances: Vec<InstanceInfo>,
-    pub samples: Vec<StoredSample>,
-    pub events: Vec<StoredEvent>,
-    pub gaps: Vec<Gap>,
 }
 
 /// Counts for one host over a window.
@@ -725,8 +666,7 @@ impl Store {
 
     fn instances(&self) -> rusqlite::Result<Vec<(String, String, i64, InstanceRaw)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT h.name, h.address, h.id, i.id, i.instance_id, i.started_ms, i.first_seen_ms,
-                    i.last_seq, i.last_ms, i.hello
+            "SELECT h.name, h.address, h.id, i.id, i.instance_id, i.last_seq, i.hello
              FROM instances i JOIN hosts h ON h.id = i.host
              ORDER BY h.name, i.first_seen_ms, i.id",
         )?;
@@ -738,11 +678,8 @@ impl Store {
                 InstanceRaw {
                     row: r.get(3)?,
                     instance_id: r.get::<_, i64>(4)? as u64,
-                    started_ms: r.get::<_, i64>(5)? as u64,
-                    first_seen_ms: r.get::<_, i64>(6)? as u64,
-                    last_seq: r.get::<_, i64>(7)? as u64,
-                    last_ms: r.get::<_, i64>(8)? as u64,
-                    hello: r.get(9)?,
+                    last_seq: r.get::<_, i64>(5)? as u64,
+                    hello: r.get(6)?,
                 },
             ))
         })?;
@@ -774,18 +711,20 @@ impl Store {
         rows.collect()
     }
 
-    /// Everything stored in `[from_ms, to_ms]` (None: unbounded), decoded, one entry per host
-    /// (sorted by name), samples and events in time order. This is what the verdict consumes.
-    ///
-    /// Cost: per instance two short binary searches over the primary key, then one range scan;
-    /// no time index on samples is needed (it would cost ~30 bytes per sample).
+    /// Everything stored per host over `[from_ms, to_ms]` (None: unbounded), as the analysis
+    /// reads it: instances with their `Hello`, samples still encoded (the analysis decodes
+    /// each once), events, gaps; in time order. Hosts without data in the window are left out.
     pub fn load_window(
         &self,
         from_ms: Option<u64>,
         to_ms: Option<u64>,
-    ) -> Result<Vec<HostWindow>, StoreError> {
+    ) -> Result<Vec<HostData>, StoreError> {
         let e = |e| self.err(e);
-        let mut out: Vec<HostWindow> = Vec::new();
+        let decode_err = |what| StoreError::Decode {
+            path: self.path.clone(),
+            what,
+        };
+        let mut out: Vec<HostData> = Vec::new();
         let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
         let mut sample_stmt = self
             .conn
@@ -799,15 +738,22 @@ impl Store {
                 "SELECT seq, time_ms, body FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
             )
             .map_err(e)?;
-        for (name, address, _host, raw) in self.instances().map_err(e)? {
-            if out.last().is_none_or(|w| w.host != name) {
-                out.push(HostWindow {
-                    host: name.clone(),
-                    address,
-                    instances: Vec::new(),
-                    samples: Vec::new(),
-                    events: Vec::new(),
-                    gaps: gaps.iter().filter(|g| g.host == name).cloned().collect(),
+        let mut host_gaps: Vec<Gap> = Vec::new();
+        for (name, _address, _host, raw) in self.instances().map_err(e)? {
+            if out.last().is_none_or(|w| w.name != name) {
+                host_gaps = gaps.iter().filter(|g| g.host == name).cloned().collect();
+                out.push(HostData {
+                    name: name.clone(),
+                    gaps: host_gaps
+                        .iter()
+                        .map(|g| GapInfo {
+                            from_ms: g.from_ms,
+                            to_ms: g.to_ms,
+                            samples: Some(g.samples),
+                            reason: g.reason.clone(),
+                        })
+                        .collect(),
+                    ..HostData::default()
                 });
             }
             let w = out.last_mut().expect("pushed above");
@@ -829,15 +775,13 @@ impl Store {
                     if from_ms.is_some_and(|f| time_ms < f) || to_ms.is_some_and(|t| time_ms > t) {
                         continue; // a clock step inside the instance
                     }
-                    // Validate now so that `StoredSample::decode` cannot fail later.
-                    postcard::from_bytes::<Sample>(&body).map_err(|_| StoreError::Decode {
-                        path: self.path.clone(),
-                        what: "sample",
-                    })?;
-                    w.samples.push(StoredSample {
+                    let interval_us = nasprobe_proto::frame::sample_interval_us(&body)
+                        .map_err(|_| decode_err("sample"))?;
+                    w.samples.push(TimedSample {
+                        time_ms,
                         instance: idx,
                         seq: seq as u64,
-                        time_ms,
+                        interval_us,
                         body,
                     });
                     any = true;
@@ -861,31 +805,20 @@ impl Store {
                 .map_err(e)?;
             for row in rows {
                 let (seq, time_ms, body) = row.map_err(e)?;
-                let event: Event = postcard::from_bytes(&body).map_err(|_| StoreError::Decode {
-                    path: self.path.clone(),
-                    what: "event",
-                })?;
-                w.events.push(StoredEvent {
+                let event: Event = postcard::from_bytes(&body).map_err(|_| decode_err("event"))?;
+                w.events.push(TimedEvent {
+                    time_ms: time_ms as u64,
                     instance: idx,
                     seq: seq as u64,
-                    time_ms: time_ms as u64,
                     event,
                 });
                 any = true;
             }
-            if any || w.gaps.iter().any(|g| g.instance_id == raw.instance_id) {
+            if any || host_gaps.iter().any(|g| g.instance_id == raw.instance_id) {
                 let hello: Hello =
-                    postcard::from_bytes(&raw.hello).map_err(|_| StoreError::Decode {
-                        path: self.path.clone(),
-                        what: "hello",
-                    })?;
-                w.instances.push(InstanceInfo {
-                    row: raw.row,
-                    instance_id: raw.instance_id,
-                    started_ms: raw.started_ms,
-                    first_seen_ms: raw.first_seen_ms,
-                    last_seq: raw.last_seq,
-                    last_ms: raw.last_ms,
+                    postcard::from_bytes(&raw.hello).map_err(|_| decode_err("hello"))?;
+                w.instances.push(Instance {
+                    id: raw.instance_id,
                     hello,
                 });
             }
@@ -1356,10 +1289,7 @@ impl Store {
 struct InstanceRaw {
     row: i64,
     instance_id: u64,
-    started_ms: u64,
-    first_seen_ms: u64,
     last_seq: u64,
-    last_ms: u64,
     hello: Vec<u8>,
 }
 

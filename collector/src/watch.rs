@@ -15,19 +15,19 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use crate::cli::Common;
 use crate::conn::{Collector, HostLive, Live, Status, Target};
+use crate::context::Context;
 use crate::hosts::HostSpec;
 use crate::model;
 
 pub fn run(
-    c: &Common,
+    c: &Context,
     local: bool,
     duration: Option<Duration>,
     plain: bool,
     hosts: &[String],
 ) -> anyhow::Result<()> {
-    let mut targets = crate::targets(c, hosts, local)?;
+    let mut targets = c.targets(hosts, local)?;
     let _agent = if local {
         let a = crate::local::start()?;
         let token = crate::client::read_token(&a.token_file)?;
@@ -46,9 +46,8 @@ pub fn run(
     } else {
         None
     };
-    let db = crate::db_path(c);
-    let store = crate::open_store(&db)?;
-    crate::record::install_signal_handlers();
+    let store = c.open_store()?;
+    crate::signals::install();
     let col = Collector::start(store, targets, Some(c.retention));
     let res = if plain || !std::io::stdout().is_terminal() {
         plain_loop(&col.live, duration)
@@ -60,8 +59,7 @@ pub fn run(
 }
 
 fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
-    crate::record::STOP.load(std::sync::atomic::Ordering::SeqCst)
-        || duration.is_some_and(|d| start.elapsed() >= d)
+    crate::signals::stop_requested() || duration.is_some_and(|d| start.elapsed() >= d)
 }
 
 fn plain_loop(live: &Live, duration: Option<Duration>) -> anyhow::Result<()> {

@@ -527,6 +527,17 @@ mod record_split {
     }
 
     #[test]
+    fn interval_is_read_at_every_varint_length() {
+        for iv in [0u32, 1, 127, 128, 200_000, 1_000_000, u32::MAX] {
+            let mut s = sample_sample();
+            s.interval_us = iv;
+            let mut buf = [0u8; 4096];
+            let body = postcard::to_slice(&s, &mut buf).unwrap();
+            assert_eq!(sample_interval_us(body), Ok(iv));
+        }
+    }
+
+    #[test]
     fn other_messages_and_truncations_are_malformed() {
         assert_eq!(
             split_record(after_version(&GOLDEN_HELLO)),

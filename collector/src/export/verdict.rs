@@ -16,11 +16,7 @@ pub const WINDOW: Duration = Duration::from_secs(300);
 /// `to_ms`. Nothing when nothing was stored in the window.
 pub fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> anyhow::Result<()> {
     let from_ms = to_ms.saturating_sub(WINDOW.as_millis() as u64);
-    let hosts: Vec<_> = store
-        .load_window(Some(from_ms), Some(to_ms))?
-        .into_iter()
-        .map(crate::report::host_data)
-        .collect();
+    let hosts = store.load_window(Some(from_ms), Some(to_ms))?;
     if hosts.iter().all(|h| h.samples.is_empty()) {
         return Ok(());
     }
