@@ -21,7 +21,7 @@ enum Sink {
 
 /// A small `log::Log`: one line per record, `2024-01-02T03:04:05Z LEVEL message`, to stderr or
 /// to an append-only file.
-pub struct Logger {
+pub(crate) struct Logger {
     sink: Mutex<Sink>,
     level: log::LevelFilter,
 }
@@ -76,7 +76,7 @@ pub fn init_logging(log_file: Option<&Path>) -> Result<(), String> {
 }
 
 /// Wall clock now as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let ms = nasprobe_proto::time::now_ms() / 1000 * 1000;
     nasprobe_proto::time::Rfc3339 { ms, millis: false }.to_string()
 }

@@ -29,12 +29,12 @@ use crate::ring::Ring;
 use crate::sampler::{Sampler, wall_ms};
 
 /// Send a `KeepAlive` after this long without sending anything.
-pub const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
 /// Failed authentications from one address within [`AUTH_FAIL_WINDOW`] before it is blocked.
-pub const AUTH_FAIL_LIMIT: u32 = 3;
-pub const AUTH_FAIL_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const AUTH_FAIL_LIMIT: u32 = 3;
+pub(crate) const AUTH_FAIL_WINDOW: Duration = Duration::from_secs(60);
 /// How long a blocked address is refused.
-pub const AUTH_BLOCK_FOR: Duration = Duration::from_secs(60);
+pub(crate) const AUTH_BLOCK_FOR: Duration = Duration::from_secs(60);
 /// Addresses the rate limiter remembers (the oldest entry is forgotten first).
 const LIMITER_SLOTS: usize = 16;
 /// Largest frame the agent ever sends (prefix included).
@@ -44,7 +44,7 @@ const OUT_CAP: usize = 2 * MAX_OUT_FRAME;
 const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN;
 
 /// Copies as much of `s` as fits (on a char boundary) into a heapless string.
-pub fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
+pub(crate) fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
     let mut out = heapless::String::new();
     for c in s.chars() {
         if out.push(c).is_err() {
@@ -74,7 +74,7 @@ struct FailEntry {
 }
 
 /// Remembers failed authentications per address in a fixed table.
-pub struct AuthLimiter {
+pub(crate) struct AuthLimiter {
     slots: [Option<FailEntry>; LIMITER_SLOTS],
 }
 
@@ -278,7 +278,7 @@ impl Client {
 
 /// Timeouts and limits of the server (from the flags).
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub max_clients: usize,
     pub handshake_timeout: Duration,
     pub stall_timeout: Duration,
@@ -287,7 +287,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn from_config(cfg: &Config) -> Limits {
+    pub(crate) fn from_config(cfg: &Config) -> Limits {
         Limits {
             max_clients: cfg.max_clients,
             handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms as u64),

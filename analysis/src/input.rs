@@ -83,7 +83,7 @@ impl HostData {
 
     /// CPU seconds of `ticks` counted by instance `instance`, at the clock rate its `Hello`
     /// gives (USER_HZ; 100 when the instance is unknown).
-    pub fn ticks_s(&self, instance: usize, ticks: u64) -> f64 {
+    pub(crate) fn ticks_s(&self, instance: usize, ticks: u64) -> f64 {
         let hz = self
             .instances
             .get(instance)

@@ -214,7 +214,7 @@ pub struct Progress {
 /// Builds the report of the hosts' data.
 /// Gap reason of a stored sample the analysis could not decode (a corrupt row): it is left
 /// out of every figure and listed here instead of being dropped silently.
-pub const UNDECODABLE: &str = "undecodable: the stored sample does not decode";
+pub(crate) const UNDECODABLE: &str = "undecodable: the stored sample does not decode";
 
 /// Everything the analysis builds from one window, built once: the JSON and text renderings
 /// print its `report`, the HTML one draws its series and candidates as well (none of them
@@ -534,7 +534,7 @@ fn event_out(host: &str, time_ms: u64, e: &Event, cpu_s: impl Fn(u64) -> f64) ->
 }
 
 /// A command's shape: numbers replaced by `N`, so restarts with new tokens group together.
-pub fn command_shape(cmd: &str) -> String {
+pub(crate) fn command_shape(cmd: &str) -> String {
     let mut out = String::with_capacity(cmd.len());
     let mut in_num = false;
     for ch in cmd.chars() {

@@ -412,8 +412,8 @@ fn add_tcp(s: &mut HostSeries, sample: &Sample) {
 
 /// Smoothing of a host's series before it is judged: consecutive points are merged into
 /// buckets spanning at least this long (and at least [`SMOOTH_MIN_POINTS`] intervals).
-pub const SMOOTH_MIN_SPAN_MS: f64 = 2_000.0;
-pub const SMOOTH_MIN_POINTS: f64 = 5.0;
+pub(crate) const SMOOTH_MIN_SPAN_MS: f64 = 2_000.0;
+pub(crate) const SMOOTH_MIN_POINTS: f64 = 5.0;
 
 /// The series merged into buckets of consecutive points (time-weighted means of rates and
 /// fractions, sums of counts, last of levels), so that the medians the verdict takes are of
@@ -423,7 +423,7 @@ pub const SMOOTH_MIN_POINTS: f64 = 5.0;
 /// (`--scan every:N`) shows its CPU of several intervals in one. Sums over a few seconds see
 /// the true rate. A bucket never spans a hole in the data (more than 3 intervals without a
 /// sample: a gap or an agent restart).
-pub fn smooth(s: &HostSeries) -> HostSeries {
+pub(crate) fn smooth(s: &HostSeries) -> HostSeries {
     let n = s.points.len();
     let ivs: Vec<f64> = s.points.iter().map(|p| p.interval_ms).collect();
     let typical = crate::stats::median(&ivs).unwrap_or(1000.0);

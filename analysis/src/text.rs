@@ -228,7 +228,7 @@ fn gaps(o: &mut String, r: &Report) {
 }
 
 /// "minute" for the full minute, else "12 s".
-pub fn context_span(window_s: f64) -> String {
+pub(crate) fn context_span(window_s: f64) -> String {
     if window_s >= 59.5 {
         "minute".into()
     } else {

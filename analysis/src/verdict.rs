@@ -8,38 +8,38 @@ use crate::series::{HostSeries, NicSeries};
 use crate::stats::{best_window, max, mean, median, percentile};
 
 /// One thread at or above this fraction of a core is a wall.
-pub const THREAD_WALL: f64 = 0.85;
+pub(crate) const THREAD_WALL: f64 = 0.85;
 /// All CPUs together at or above this busy fraction: the box is out of CPU.
-pub const CPU_ALL_WALL: f64 = 0.85;
+pub(crate) const CPU_ALL_WALL: f64 = 0.85;
 /// A disk at or above this busy fraction is a wall.
-pub const DISK_WALL: f64 = 0.85;
+pub(crate) const DISK_WALL: f64 = 0.85;
 /// A NIC at or above this fraction of its line rate is a wall (TCP payload tops out near 94%
 /// of the line rate, so 0.80 of the line is 0.85 of what a flow can get).
-pub const NIC_WALL: f64 = 0.80;
+pub(crate) const NIC_WALL: f64 = 0.80;
 /// A NIC at this share of its line rate or more is full: the flow runs at the link's payload
 /// ceiling, so the link is the wall even when cores or disks are busy too.
-pub const NIC_FULL: f64 = 0.9;
+pub(crate) const NIC_FULL: f64 = 0.9;
 /// Practical share of the line rate a TCP flow can carry (Ethernet + IP + TCP headers).
-pub const NIC_PRACTICAL: f64 = 0.94;
+pub(crate) const NIC_PRACTICAL: f64 = 0.94;
 /// Swapping (pages in + out per second, sustained) that stalls work.
-pub const SWAP_WALL_PAGES_PS: f64 = 256.0;
+pub(crate) const SWAP_WALL_PAGES_PS: f64 = 256.0;
 /// Swapping this hard (pages in + out per second: 4 MiB/s of 4 KiB pages) or with this many
 /// allocation stalls per second is a storm: everything else on the host is its symptom.
-pub const SWAP_STORM_PAGES_PS: f64 = 1024.0;
-pub const STORM_STALLS_PS: f64 = 10.0;
+pub(crate) const SWAP_STORM_PAGES_PS: f64 = 1024.0;
+pub(crate) const STORM_STALLS_PS: f64 = 10.0;
 const MEMORY_STORM_SCORE: f64 = 2.0;
 /// A link negotiated below gigabit is the wall from this share of its speed on (nothing else
 /// explains a flow that fills most of a slow link).
-pub const NIC_SLOW_LINK_WALL: f64 = 0.6;
+pub(crate) const NIC_SLOW_LINK_WALL: f64 = 0.6;
 /// Below this a host carries no transfer (bytes/s).
-pub const FLOW_MIN_BPS: f64 = 1_000_000.0;
+pub(crate) const FLOW_MIN_BPS: f64 = 1_000_000.0;
 /// Two walls of the same kind whose scores differ by less than this are a tie.
-pub const TIE_MARGIN: f64 = 0.05;
+pub(crate) const TIE_MARGIN: f64 = 0.05;
 /// A pegged thread whose process runs on fewer cores than this is the wall even when every
 /// core is busy (the rest of the load is other work; more cores would not speed the thread).
-pub const LONE_THREAD_CORES: f64 = 1.5;
+pub(crate) const LONE_THREAD_CORES: f64 = 1.5;
 /// Span of the peak window.
-pub const PEAK_SPAN_MS: f64 = 10_000.0;
+pub(crate) const PEAK_SPAN_MS: f64 = 10_000.0;
 
 pub const MB: f64 = 1_000_000.0;
 
@@ -80,7 +80,7 @@ pub enum Resource {
 
 impl Resource {
     /// Every resource a wall can be on, in the order the views list them.
-    pub const WALLS: [Resource; 5] = [
+    pub(crate) const WALLS: [Resource; 5] = [
         Resource::CpuThread,
         Resource::CpuAll,
         Resource::Disk,
@@ -152,7 +152,7 @@ pub struct Bottleneck {
 }
 
 /// Points of a host inside the active period.
-pub fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
+pub(crate) fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
     (0..s.points.len())
         .filter(|&i| match range {
             Some((a, b)) => {
@@ -164,7 +164,7 @@ pub fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
         .collect()
 }
 
-pub fn pick(v: &[f64], idx: &[usize]) -> Vec<f64> {
+pub(crate) fn pick(v: &[f64], idx: &[usize]) -> Vec<f64> {
     idx.iter().filter_map(|&i| v.get(i).copied()).collect()
 }
 
@@ -174,7 +174,7 @@ fn is_virtual_nic(name: &str) -> bool {
 
 /// Finds the flow: the host and NIC sending most, the host and NIC receiving most, and the
 /// time range when it was active (≥ 25% of its peak).
-pub fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
+pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
     let mut best_tx: Option<(usize, String, f64)> = None;
     let mut best_rx: Option<(usize, String, f64)> = None;
     for (h, s) in hosts.iter().enumerate() {
@@ -269,7 +269,7 @@ pub fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
 }
 
 /// The field's ladder for a single flow on 1 GbE.
-pub fn grade_1gbe(mb_s: f64) -> &'static str {
+pub(crate) fn grade_1gbe(mb_s: f64) -> &'static str {
     if mb_s >= 90.0 {
         "excellent"
     } else if mb_s >= 70.0 {
@@ -283,7 +283,7 @@ pub fn grade_1gbe(mb_s: f64) -> &'static str {
     }
 }
 
-pub fn round2(x: f64) -> f64 {
+pub(crate) fn round2(x: f64) -> f64 {
     if x.is_finite() {
         // `+ 0.0` turns -0.0 into 0.0 (it would print as "-0").
         (x * 100.0).round() / 100.0 + 0.0
@@ -305,7 +305,7 @@ fn headroom(util: f64) -> String {
 }
 
 /// Util fraction of a NIC over the active points (NaN when the speed is unknown).
-pub fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
+pub(crate) fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
     median(&pick(&n.util(), idx)).unwrap_or(f64::NAN)
 }
 
@@ -336,7 +336,7 @@ fn busiest_processes(s: &HostSeries, idx: &[usize]) -> String {
 }
 
 /// All candidates of one host over the active points.
-pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
+pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let mut out = Vec::new();
     let h = &s.name;
     let busy = median(&pick(&s.cpu_busy, idx)).unwrap_or(0.0);

@@ -182,7 +182,7 @@ pub enum HostsCommand {
 /// Parses sizes such as `11T`, `500G`, `1.5TiB`, `800GB`, `2e12` or a bare byte count. The
 /// units K, M, G, T, P (optionally followed by `B`) are decimal powers of 1000 — as disk makers
 /// and `df -H` count; KiB, MiB, GiB, TiB, PiB are powers of 1024. Case-insensitive.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '_'))

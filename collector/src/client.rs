@@ -17,9 +17,9 @@ use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::net::TcpStream;
 
 /// Time allowed for TCP connect.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time allowed for the whole handshake (the agent's deadline is 5 s too).
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -85,7 +85,7 @@ pub enum ClientError {
 impl ClientError {
     /// True when the agent sent something invalid (undecodable frame, protocol violation,
     /// another protocol version, a wrong proof): the host is marked bad.
-    pub fn is_bad_agent(&self) -> bool {
+    pub(crate) fn is_bad_agent(&self) -> bool {
         matches!(
             self,
             ClientError::Frame { .. }
@@ -111,7 +111,7 @@ impl ClientError {
 
 /// Reads a token file the way the agent does: its bytes with surrounding ASCII whitespace
 /// trimmed (the agent writes 64 hex characters and a newline).
-pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context;
     let raw = std::fs::read(path)
         .with_context(|| format!("cannot read token file {}", path.display()))?;
@@ -121,7 +121,7 @@ pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// 32 random bytes from the OS.
-pub fn random_nonce() -> [u8; 32] {
+pub(crate) fn random_nonce() -> [u8; 32] {
     let mut n = [0u8; 32];
     getrandom::fill(&mut n).expect("the OS random source failed");
     n

@@ -70,7 +70,7 @@ impl Context {
     }
 
     /// Opens (or creates) the store, naming the file in any error.
-    pub fn open_store(&self) -> anyhow::Result<Store> {
+    pub(crate) fn open_store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.db)?)
     }
 }

@@ -23,7 +23,7 @@ pub mod record;
 pub mod report;
 pub mod signals;
 pub mod store;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod validate;
 pub mod watch;
@@ -31,7 +31,7 @@ pub mod watch;
 use std::path::PathBuf;
 
 /// Default token file when neither the host nor `--token-file` names one.
-pub fn default_token_file() -> PathBuf {
+pub(crate) fn default_token_file() -> PathBuf {
     dirs::config_dir()
         .unwrap_or_else(|| PathBuf::from("."))
         .join("nasprobe")

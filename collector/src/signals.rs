@@ -25,6 +25,6 @@ pub fn install() {
 }
 
 /// True once a stop was asked for.
-pub fn stop_requested() -> bool {
+pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }

@@ -25,7 +25,7 @@ pub const REASON_RESTART: &str = "agent restarted";
 /// Reason of a gap announced by the agent with `Gone` (its ring overwrote the range).
 pub const REASON_RING: &str = "ring overwrote";
 /// Reason prefix of a record the collector refused to store (implausible values, see `validate`).
-pub const REASON_REJECTED: &str = "rejected";
+pub(crate) const REASON_REJECTED: &str = "rejected";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -57,13 +57,6 @@ pub enum StoreError {
     },
     #[error("database {path}: stored {what} does not decode (corrupt row?)")]
     Decode { path: PathBuf, what: &'static str },
-}
-
-impl StoreError {
-    /// Full disk or a lock: worth retrying as is.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Full { .. } | StoreError::Locked { .. })
-    }
 }
 
 /// Schema migrations; version N is reached by applying the first N entries.
@@ -137,7 +130,7 @@ const MIGRATIONS: &[&str] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Where the database goes when `--db` is not given: `$XDG_DATA_HOME/nasprobe/nasprobe.db`.
-pub fn default_path() -> PathBuf {
+pub(crate) fn default_path() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from("."))
         .join("nasprobe")
@@ -1013,16 +1006,6 @@ impl Store {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .map_err(|e| self.err(e))
     }
-
-    /// Bytes the file (plus WAL) uses.
-    pub fn file_bytes(&self) -> u64 {
-        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
-        [&self.path, &wal]
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum()
-    }
 }
 
 /// A stored record on its way to an export target: a sample or an event, body as received.
@@ -1099,7 +1082,7 @@ impl Store {
     }
 
     /// Moves cursors of `target` forward (never back) in one transaction.
-    pub fn set_export_cursor(
+    pub(crate) fn set_export_cursor(
         &mut self,
         target: &str,
         cursors: &[(i64, ExportCursor)],
@@ -1130,20 +1113,6 @@ impl Store {
             }
         }
         tx.commit().map_err(e)
-    }
-
-    /// Up to `limit` records (samples and events) after the sure cursors (`seq`) of `target`.
-    pub fn samples_after_cursor(
-        &self,
-        target: &str,
-        limit: usize,
-    ) -> Result<Vec<ExportRecord>, StoreError> {
-        let after = self
-            .export_cursor(target)?
-            .into_iter()
-            .map(|(i, c)| (i, c.seq))
-            .collect();
-        self.records_after(&after, limit)
     }
 
     /// Up to `limit` records (samples and events) after `after` (instance row → seq; missing:
@@ -1203,7 +1172,7 @@ impl Store {
 
     /// Raw times of up to `n` records (samples, or events) of `instance` just before `seq`,
     /// oldest first.
-    pub fn record_times_before(
+    pub(crate) fn record_times_before(
         &self,
         instance: i64,
         seq: u64,
@@ -1228,7 +1197,7 @@ impl Store {
     }
 
     /// The newest sample of every host (from its newest instance with samples), with the host.
-    pub fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
+    pub(crate) fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
         let e = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -1267,7 +1236,7 @@ impl Store {
     }
 
     /// Events stored per host and kind (for the `nasprobe_events_total` counter).
-    pub fn event_counts(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+    pub(crate) fn event_counts(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
         let e = |e| self.err(e);
         let mut stmt = self
             .conn

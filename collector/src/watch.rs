@@ -109,7 +109,7 @@ fn status_text_conn(h: &HostLive) -> String {
 }
 
 /// One line for one host: status, CPU, hottest thread, busiest disk and NIC, memory.
-pub fn plain_line(h: &HostLive) -> String {
+pub(crate) fn plain_line(h: &HostLive) -> String {
     let mut s = format!("{} [{}]", h.name, status_text(h));
     let (Some(hello), Some((seq, _, smp))) = (&h.hello, &h.last) else {
         return s + " no sample yet";

@@ -17,7 +17,7 @@ use crate::stats::{max, median, percentile};
 use crate::verdict::{self, Candidate, MB, Resource, pct};
 
 /// Everything the charts of one host need.
-pub struct HostCtx<'a> {
+pub(crate) struct HostCtx<'a> {
     pub data: &'a HostData,
     pub s: &'a HostSeries,
     pub sum: Option<&'a HostSummary>,
@@ -31,13 +31,13 @@ pub struct HostCtx<'a> {
 
 /// Events of one kind within two pixels of each other, drawn as one marker that lists them all.
 #[derive(Debug, Clone)]
-pub struct Marker {
+pub(crate) struct Marker {
     pub t: f64,
     pub class: &'static str,
     pub texts: Vec<String>,
 }
 
-pub fn event_class(e: &Event) -> &'static str {
+pub(crate) fn event_class(e: &Event) -> &'static str {
     match e {
         Event::ProcessStart(_) => "ev-start",
         Event::ProcessExit(_) => "ev-exit",
@@ -48,7 +48,7 @@ pub fn event_class(e: &Event) -> &'static str {
 }
 
 /// CPU seconds an event reports (a process exit's ticks at its instance's clock rate).
-pub fn event_cpu_s(h: &HostData, e: &crate::input::TimedEvent) -> f64 {
+pub(crate) fn event_cpu_s(h: &HostData, e: &crate::input::TimedEvent) -> f64 {
     match &e.event {
         Event::ProcessExit(x) => h.ticks_s(e.instance, x.cpu_ticks),
         _ => 0.0,
@@ -308,7 +308,7 @@ fn max_bins(bins: &[Bin]) -> f64 {
 }
 
 /// The NIC that carries the transfer: the busiest one that is not loopback (bonds last).
-pub fn busiest_nic(s: &HostSeries) -> Option<&str> {
+pub(crate) fn busiest_nic(s: &HostSeries) -> Option<&str> {
     s.nics
         .iter()
         .filter(|(n, _)| n.as_str() != "lo")

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use super::metrics::{ALL, Metric, OwnedPoint, Sink};
 
 /// Label keys in the CSV column order (every label any metric has).
-pub const LABEL_KEYS: &[&str] = &[
+pub(crate) const LABEL_KEYS: &[&str] = &[
     "host",
     "cpu",
     "device",
@@ -19,7 +19,7 @@ pub const LABEL_KEYS: &[&str] = &[
 ];
 
 /// Escapes a Prometheus label value (`\`, `"`, newline).
-pub fn escape_label(out: &mut Vec<u8>, v: &str) {
+pub(crate) fn escape_label(out: &mut Vec<u8>, v: &str) {
     for b in v.bytes() {
         match b {
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -66,7 +66,7 @@ impl Sink for PromLines {
 
 /// The text exposition format 0.0.4 of `points` (no timestamps): families in the order of
 /// [`ALL`], each with its HELP and TYPE lines once.
-pub fn exposition(points: &[OwnedPoint]) -> Vec<u8> {
+pub(crate) fn exposition(points: &[OwnedPoint]) -> Vec<u8> {
     let mut out = Vec::with_capacity(points.len() * 80 + 4096);
     let rank = |p: &OwnedPoint| {
         ALL.iter()
@@ -153,7 +153,7 @@ impl<W: std::io::Write> Sink for Influx<W> {
 }
 
 /// CSV with a header: `timestamp_ms,time,metric,<label columns>,value`, one point per row.
-pub struct Csv<W: std::io::Write> {
+pub(crate) struct Csv<W: std::io::Write> {
     pub out: W,
     pub error: Option<std::io::Error>,
     line: String,
@@ -187,7 +187,7 @@ fn csv_field(out: &mut String, v: &str) {
 }
 
 /// RFC 3339 UTC with milliseconds.
-pub fn rfc3339_ms(ms: u64) -> String {
+pub(crate) fn rfc3339_ms(ms: u64) -> String {
     nasprobe_proto::time::Rfc3339 { ms, millis: true }.to_string()
 }
 
@@ -213,7 +213,7 @@ impl<W: std::io::Write> Sink for Csv<W> {
 }
 
 /// JSON lines: `{"timestamp_ms":..,"time":"..","metric":"..","host":"..",<labels>,"value":..}`.
-pub struct JsonLines<W: std::io::Write> {
+pub(crate) struct JsonLines<W: std::io::Write> {
     pub out: W,
     pub error: Option<std::io::Error>,
     line: String,

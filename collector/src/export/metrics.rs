@@ -258,7 +258,7 @@ impl Sink for Points {
 /// points of one series at one timestamp are a conflict for Prometheus and a duplicate for
 /// VictoriaMetrics. A record stamped at or before the previous one goes 1 ms after it.
 #[derive(Debug, Default)]
-pub struct Stamper {
+pub(crate) struct Stamper {
     last: std::collections::HashMap<(i64, bool), u64>,
 }
 
@@ -277,7 +277,7 @@ impl Stamper {
     }
 
     /// The timestamp to write for a record of `key` stamped `t` by the agent.
-    pub fn stamp(&mut self, key: (i64, bool), t: u64) -> u64 {
+    pub(crate) fn stamp(&mut self, key: (i64, bool), t: u64) -> u64 {
         let l = self.last.entry(key).or_insert(0);
         let out = if t <= *l && *l > 0 { *l + 1 } else { t };
         *l = out;
@@ -506,7 +506,7 @@ fn emit_tcp(sink: &mut dyn Sink, host: &str, s: &Sample, ts: u64) {
 
 /// The points of one event: `nasprobe_event{kind, process | device} 1` at its time, plus the
 /// lifetime of an exited process.
-pub fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
+pub(crate) fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
     let kind = e.kind();
     match e {
         Event::ProcessStart(p) => {

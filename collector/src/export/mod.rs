@@ -35,7 +35,7 @@ pub enum Format {
 
 /// Writes every stored sample and event of the window (optionally only some hosts) to `sink`,
 /// per host in time order. Returns (samples, events).
-pub fn write_points(
+pub(crate) fn write_points(
     store: &crate::store::Store,
     from_ms: Option<u64>,
     hosts: &[String],

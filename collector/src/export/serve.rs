@@ -19,13 +19,13 @@ use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
 use crate::store::Store;
 
 /// Largest request head accepted (request line and headers).
-pub const MAX_REQUEST: usize = 16 * 1024;
+pub(crate) const MAX_REQUEST: usize = 16 * 1024;
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 32;
 /// Read and write timeout of a connection.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The scrape body: the newest sample of every host whose newest sample is at most `max_age`
 /// old (None: any age), plus per host its newest sample time and events stored per kind.
