@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use nasprobe_agent::config::{self, Command};
-use nasprobe_agent::sampler::{Sampler, empty_sample};
+use nasprobe_agent::sampler::Sampler;
 
 fn cpu_ns(clock: nix::time::ClockId) -> u64 {
     nix::time::clock_gettime(clock)
@@ -66,7 +66,7 @@ fn main() {
         _ => 200,
     };
     let mut s = Sampler::new(&cfg);
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     let mut events = 0u64;
     s.sample(&mut out, &mut |_| events += 1);
     let mut per = Vec::with_capacity(count as usize);

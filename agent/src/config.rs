@@ -64,10 +64,10 @@ pub struct Config {
 }
 
 /// Smallest sampling interval allowed (DESIGN.md).
-pub const MIN_INTERVAL_MS: u32 = 100;
+pub(crate) const MIN_INTERVAL_MS: u32 = 100;
 /// Smallest interval with `NASPROBE_ALLOW_FAST=1` in the environment. For tests only (the
 /// compressed soak runs the agent at 100 Hz); never set it on a NAS.
-pub const MIN_INTERVAL_MS_TESTING: u32 = 10;
+pub(crate) const MIN_INTERVAL_MS_TESTING: u32 = 10;
 
 /// The smallest `--interval` accepted: [`MIN_INTERVAL_MS`], or [`MIN_INTERVAL_MS_TESTING`] when
 /// the environment has `NASPROBE_ALLOW_FAST=1` (test-only, not in `--help` on purpose).
@@ -80,11 +80,11 @@ pub fn min_interval_ms() -> u32 {
 }
 /// Smallest history ring allowed. Tests use tiny rings to see them wrap; below 65540 bytes
 /// (one maximal frame) a huge record could be refused by the ring (it is then logged, not sent).
-pub const MIN_HISTORY_BYTES: usize = 4096;
+pub(crate) const MIN_HISTORY_BYTES: usize = 4096;
 /// Default history ring: hours of samples at 1 Hz.
-pub const DEFAULT_HISTORY_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_HISTORY_BYTES: usize = 4 * 1024 * 1024;
 /// Default token file (kept next to the binary by the init scripts, which pass their own).
-pub const DEFAULT_TOKEN_FILE: &str = "/etc/nasprobe/token";
+pub(crate) const DEFAULT_TOKEN_FILE: &str = "/etc/nasprobe/token";
 
 impl Default for Config {
     fn default() -> Self {

@@ -21,7 +21,7 @@ enum Sink {
 
 /// A small `log::Log`: one line per record, `2024-01-02T03:04:05Z LEVEL message`, to stderr or
 /// to an append-only file.
-pub struct Logger {
+pub(crate) struct Logger {
     sink: Mutex<Sink>,
     level: log::LevelFilter,
 }
@@ -76,33 +76,9 @@ pub fn init_logging(log_file: Option<&Path>) -> Result<(), String> {
 }
 
 /// Wall clock now as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86400, secs % 86400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    (y, m, d)
+pub(crate) fn utc_now() -> String {
+    let ms = nasprobe_proto::time::now_ms() / 1000 * 1000;
+    nasprobe_proto::time::Rfc3339 { ms, millis: false }.to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,18 +235,5 @@ impl Signals {
 impl Drop for Signals {
     fn drop(&mut self) {
         SIGNAL_PIPE.store(-1, Ordering::Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19723), (2024, 1, 1));
-        assert_eq!(civil_from_days(19782), (2024, 2, 29));
-        assert_eq!(civil_from_days(20453), (2025, 12, 31));
     }
 }

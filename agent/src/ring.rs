@@ -9,7 +9,7 @@
 
 use nasprobe_proto::frame::LEN_PREFIX;
 
-pub struct Ring {
+pub(crate) struct Ring {
     buf: Box<[u8]>,
     /// Offset of the oldest frame.
     tail: usize,
@@ -41,19 +41,6 @@ impl Ring {
             next_seq: 1,
             newest_off: 0,
         }
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Number of frames held.
-    pub fn len(&self) -> u64 {
-        self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
     }
 
     /// Seq the next pushed frame will get.
@@ -166,7 +153,7 @@ impl Ring {
     }
 
     /// Offset of the frame after the one at `off` (meaningless past the newest frame).
-    pub fn next_off(&self, off: usize) -> usize {
+    pub(crate) fn next_off(&self, off: usize) -> usize {
         let n = off + self.frame_len_at(off);
         if self.wrapped && n == self.wrap_end {
             0
@@ -176,13 +163,13 @@ impl Ring {
     }
 
     /// The frame at `off`.
-    pub fn frame_at(&self, off: usize) -> &[u8] {
+    pub(crate) fn frame_at(&self, off: usize) -> &[u8] {
         &self.buf[off..off + self.frame_len_at(off)]
     }
 
     /// The contiguous run of whole frames starting at the frame at `off` (to the end of its
     /// segment), for one `write`.
-    pub fn run_from(&self, off: usize) -> &[u8] {
+    pub(crate) fn run_from(&self, off: usize) -> &[u8] {
         let end = if self.wrapped && off >= self.tail {
             self.wrap_end
         } else {

@@ -6,17 +6,18 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use nasprobe_formulas as f;
 use nasprobe_proto::{Event, Hello, Sample, flags};
 
 use crate::config::Config;
-use crate::sampler::{Sampler, empty_sample};
+use crate::sampler::Sampler;
 
 /// Runs the command; returns the process exit code.
 pub fn run(cfg: &Config, count: u32, json: bool) -> i32 {
     let mut sampler = Sampler::new(cfg);
-    let mut hello = empty_hello();
+    let mut hello = Hello::default();
     sampler.fill_hello(&mut hello);
-    let mut sample = empty_sample();
+    let mut sample = Sample::default();
     let mut events: Vec<Event> = Vec::new();
     sampler.sample(&mut sample, &mut |e| events.push(e));
     events.clear();
@@ -63,76 +64,63 @@ pub fn run(cfg: &Config, count: u32, json: bool) -> i32 {
     0
 }
 
-/// A Hello with nothing in it, for the sampler to fill.
-pub fn empty_hello() -> Hello {
-    Hello {
-        protocol_version: nasprobe_proto::PROTOCOL_VERSION,
-        agent_version: heapless::String::new(),
-        instance_id: 0,
-        started_ms: 0,
-        now_ms: 0,
-        host_name: heapless::String::new(),
-        kernel_release: heapless::String::new(),
-        arch: heapless::String::new(),
-        cpu_count: 0,
-        clock_ticks_per_sec: 100,
-        page_size: 4096,
-        boot_id: heapless::String::new(),
-        interval_ms: 0,
-        oldest_seq: 0,
-        newest_seq: 0,
-        disks: heapless::Vec::new(),
-        md_arrays: heapless::Vec::new(),
-        nics: heapless::Vec::new(),
-        mounts: heapless::Vec::new(),
-    }
+/// A fraction as a percentage, for people.
+fn pct(x: f64) -> f64 {
+    x * 100.0
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
+/// One sample for people: every figure comes from [`nasprobe_formulas`], as the collector's.
+pub fn human(o: &mut String, h: &Hello, s: &Sample) {
+    human_cpu(o, s);
+    human_procs(o, h, s);
+    human_disks(o, h, s);
+    human_nics(o, h, s);
+    human_memory(o, s);
+    for m in &s.mounts {
+        let name = h.mounts.get(m.mount as usize).map_or("?", |p| p.as_str());
+        let _ = writeln!(
+            o,
+            "fs   {name} used {} MiB free {} MiB",
+            m.used_bytes >> 20,
+            m.free_bytes >> 20
+        );
     }
-}
-
-fn human(o: &mut String, h: &Hello, s: &Sample) {
-    let secs = s.interval_us.max(1) as f64 / 1e6;
-    let hz = h.clock_ticks_per_sec.max(1) as f64;
-    let ticks = |c: &nasprobe_proto::CpuTicks| {
-        c.user as u64
-            + c.nice as u64
-            + c.system as u64
-            + c.idle as u64
-            + c.iowait as u64
-            + c.irq as u64
-            + c.softirq as u64
-            + c.steal as u64
-    };
-    let t = &s.cpu_total;
-    let all = ticks(t);
     let _ = writeln!(
         o,
-        "\ninterval {:.3} s\ncpu   usr {:5.1}%  sys {:5.1}%  iowait {:5.1}%  irq+soft {:4.1}%  steal {:4.1}%  idle {:5.1}%",
-        secs,
-        pct(t.user as u64 + t.nice as u64, all),
-        pct(t.system as u64, all),
-        pct(t.iowait as u64, all),
-        pct(t.irq as u64 + t.softirq as u64, all),
-        pct(t.steal as u64, all),
-        pct(t.idle as u64, all)
+        "self cpu {} µs · rss {} KiB",
+        s.agent.cpu_us, s.agent.rss_kib
     );
+}
+
+fn human_cpu(o: &mut String, s: &Sample) {
+    let secs = f::interval_s(s);
+    let _ = write!(o, "\ninterval {secs:.3} s\ncpu ");
+    match f::cpu_modes(&s.cpu_total) {
+        Some(m) => {
+            let _ = writeln!(
+                o,
+                "  usr {:5.1}%  sys {:5.1}%  iowait {:5.1}%  irq+soft {:4.1}%  steal {:4.1}%  idle {:5.1}%",
+                pct(m.user),
+                pct(m.system),
+                pct(m.iowait),
+                pct(m.irq),
+                pct(m.steal),
+                pct(m.idle)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "  unknown this interval");
+        }
+    }
     let _ = write!(o, "cores");
     for (i, c) in s.cpus.iter().enumerate() {
-        if c.flags & flags::RESET != 0 {
-            let _ = write!(o, "  cpu{i} --");
-        } else {
-            let tot = ticks(c);
-            let _ = write!(
-                o,
-                "  cpu{i} {:3.0}%",
-                100.0 - pct(c.idle as u64 + c.iowait as u64, tot)
-            );
+        match f::cpu_busy(c) {
+            Some(b) => {
+                let _ = write!(o, "  cpu{i} {:3.0}%", pct(b));
+            }
+            None => {
+                let _ = write!(o, "  cpu{i} --");
+            }
         }
     }
     let _ = writeln!(
@@ -141,9 +129,13 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
         s.procs_running,
         s.procs_blocked,
         s.forks,
-        s.context_switches as f64 / secs,
+        f::per_s(s, s.context_switches as f64),
         s.short_lived
     );
+}
+
+fn human_procs(o: &mut String, h: &Hello, s: &Sample) {
+    let hz = h.clock_ticks_per_sec;
     if !s.top.is_empty() {
         let _ = writeln!(
             o,
@@ -152,15 +144,19 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
         );
     }
     for p in &s.top {
-        let cpu = (p.utime + p.stime) as f64 / hz / secs * 100.0;
-        let sys = p.stime as f64 / hz / secs * 100.0;
         let wait = p
             .run_delay_us
             .map_or("-".to_string(), |us| format!("{:.1}", us as f64 / 1000.0));
         let _ = write!(
             o,
             "  {:>7} {:<15} {} {:>4} {:>6.1} {:>6.1} {:>9}",
-            p.pid, p.comm, p.state as char, p.threads, cpu, sys, wait
+            p.pid,
+            p.comm,
+            p.state as char,
+            p.threads,
+            pct(f::proc_cores(hz, s, p)),
+            pct(f::core_fraction(hz, s, u64::from(p.stime))),
+            wait
         );
         if let Some(t) = &p.hottest_thread {
             let _ = write!(
@@ -168,7 +164,7 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
                 "  {} {} {:.1}%",
                 t.tid,
                 t.comm.as_ref().map_or(p.comm.as_str(), |c| c.as_str()),
-                t.ticks as f64 / hz / secs * 100.0
+                pct(f::core_fraction(hz, s, u64::from(t.ticks)))
             );
         }
         let _ = writeln!(o);
@@ -176,29 +172,26 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
             let _ = writeln!(o, "          cmd: {c}");
         }
     }
+}
+
+fn human_disks(o: &mut String, h: &Hello, s: &Sample) {
     for d in &s.disks {
         let name = h
             .disks
             .get(d.disk as usize)
             .map_or("?", |i| i.name.as_str());
-        if d.flags & flags::RESET != 0 {
+        let Some(r) = f::disk(s, d) else {
             let _ = writeln!(o, "disk {name:<8} counters reset");
             continue;
-        }
-        let ios = d.reads as u64 + d.writes as u64;
-        let await_ms = if ios == 0 {
-            0.0
-        } else {
-            (d.read_ms as u64 + d.write_ms as u64) as f64 / ios as f64
         };
         let _ = writeln!(
             o,
             "disk {name:<8} util {:5.1}%  read {:7.2} MB/s  write {:7.2} MB/s  await {:6.2} ms  queue {:.2}  in flight {}",
-            pct(d.io_ms as u64 * 1000, s.interval_us as u64),
-            d.sectors_read as f64 * 512.0 / 1e6 / secs,
-            d.sectors_written as f64 * 512.0 / 1e6 / secs,
-            await_ms,
-            d.weighted_ms as f64 * 1000.0 / s.interval_us.max(1) as f64,
+            pct(r.util),
+            r.read_bps / 1e6,
+            r.write_bps / 1e6,
+            r.await_ms.unwrap_or(0.0),
+            r.queue,
             d.in_flight
         );
     }
@@ -211,38 +204,45 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
             m.members.iter().map(|x| x.as_str()).collect::<Vec<_>>()
         );
     }
+}
+
+fn human_nics(o: &mut String, h: &Hello, s: &Sample) {
     for n in &s.nics {
         let name = h.nics.get(n.nic as usize).map_or("?", |i| i.name.as_str());
-        let rx = n.rx_bytes as f64 / 1e6 / secs;
-        let tx = n.tx_bytes as f64 / 1e6 / secs;
-        let link = if n.flags & flags::LINK_UP == 0 {
-            "down".to_string()
-        } else if n.speed_mbit == 0 {
-            "up, speed unknown".to_string()
-        } else {
-            let cap = n.speed_mbit as f64 / 8.0;
-            let used = if n.flags & flags::FULL_DUPLEX != 0 {
-                rx.max(tx)
-            } else {
-                rx + tx
-            };
-            format!(
+        let Some(r) = f::nic(s, n) else {
+            let _ = writeln!(o, "nic  {name:<8} counters reset");
+            continue;
+        };
+        let link = match r.util {
+            _ if !r.up => "down".to_string(),
+            None => "up, speed unknown".to_string(),
+            Some(u) => format!(
                 "{} Mbit/s {} ({:.1}% of link)",
                 n.speed_mbit,
                 if n.flags & flags::FULL_DUPLEX != 0 {
                     "full"
+                } else if n.flags & flags::DUPLEX_UNKNOWN != 0 {
+                    "duplex unknown, judged full"
                 } else {
-                    "half/unknown"
+                    "half"
                 },
-                used / cap * 100.0
-            )
+                pct(u)
+            ),
         };
         let _ = writeln!(
             o,
-            "nic  {name:<8} rx {rx:7.2} MB/s  tx {tx:7.2} MB/s  errs {}/{} drops {}/{}  {link}",
-            n.rx_errors, n.tx_errors, n.rx_dropped, n.tx_dropped
+            "nic  {name:<8} rx {:7.2} MB/s  tx {:7.2} MB/s  errs {}/{} drops {}/{}  {link}",
+            r.rx_bps / 1e6,
+            r.tx_bps / 1e6,
+            n.rx_errors,
+            n.tx_errors,
+            n.rx_dropped,
+            n.tx_dropped
         );
     }
+}
+
+fn human_memory(o: &mut String, s: &Sample) {
     if let Some(m) = &s.memory {
         let _ = writeln!(
             o,
@@ -286,20 +286,6 @@ fn human(o: &mut String, h: &Hello, s: &Sample) {
             Opt(t.listen_drops)
         );
     }
-    for m in &s.mounts {
-        let name = h.mounts.get(m.mount as usize).map_or("?", |p| p.as_str());
-        let _ = writeln!(
-            o,
-            "fs   {name} used {} MiB free {} MiB",
-            m.used_bytes >> 20,
-            m.free_bytes >> 20
-        );
-    }
-    let _ = writeln!(
-        o,
-        "self cpu {} µs · rss {} KiB",
-        s.agent.cpu_us, s.agent.rss_kib
-    );
 }
 
 /// Minimal JSON writer: appends to a String, handles commas, escapes strings.

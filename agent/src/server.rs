@@ -16,24 +16,25 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame};
+use nasprobe_proto::handshake::{AgentAction, AgentHandshake, HandshakeError};
 use nasprobe_proto::{
-    AgentStart, AuthOk, Challenge, Event, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION,
-    Record, RecordBody, Refused, auth, encode_frame,
+    AgentStart, Event, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, RecordBody,
+    Refused, encode_frame,
 };
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::config::Config;
 use crate::daemon::Signals;
 use crate::ring::Ring;
-use crate::sampler::{Sampler, empty_sample, wall_ms};
+use crate::sampler::{Sampler, wall_ms};
 
 /// Send a `KeepAlive` after this long without sending anything.
-pub const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
 /// Failed authentications from one address within [`AUTH_FAIL_WINDOW`] before it is blocked.
-pub const AUTH_FAIL_LIMIT: u32 = 3;
-pub const AUTH_FAIL_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const AUTH_FAIL_LIMIT: u32 = 3;
+pub(crate) const AUTH_FAIL_WINDOW: Duration = Duration::from_secs(60);
 /// How long a blocked address is refused.
-pub const AUTH_BLOCK_FOR: Duration = Duration::from_secs(60);
+pub(crate) const AUTH_BLOCK_FOR: Duration = Duration::from_secs(60);
 /// Addresses the rate limiter remembers (the oldest entry is forgotten first).
 const LIMITER_SLOTS: usize = 16;
 /// Largest frame the agent ever sends (prefix included).
@@ -43,7 +44,7 @@ const OUT_CAP: usize = 2 * MAX_OUT_FRAME;
 const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN;
 
 /// Copies as much of `s` as fits (on a char boundary) into a heapless string.
-pub fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
+pub(crate) fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
     let mut out = heapless::String::new();
     for c in s.chars() {
         if out.push(c).is_err() {
@@ -73,7 +74,7 @@ struct FailEntry {
 }
 
 /// Remembers failed authentications per address in a fixed table.
-pub struct AuthLimiter {
+pub(crate) struct AuthLimiter {
     slots: [Option<FailEntry>; LIMITER_SLOTS],
 }
 
@@ -158,21 +159,11 @@ impl AuthLimiter {
 // ---------------------------------------------------------------------------------------------
 // Clients
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Challenge sent, waiting for `Auth`.
-    AwaitAuth,
-    /// `AuthOk` + `Hello` sent, waiting for `Resume`.
-    AwaitResume,
-    /// Replaying from the ring, then live.
-    Streaming,
-}
-
 struct Client {
     stream: TcpStream,
     peer: SocketAddr,
-    phase: Phase,
-    agent_nonce: [u8; 32],
+    /// Where the handshake is (streaming once `Resume` has arrived).
+    hs: AgentHandshake,
     /// Handshake deadline (until `Resume` has arrived).
     deadline: Instant,
     inbuf: [u8; IN_CAP],
@@ -191,8 +182,7 @@ struct Client {
 
 impl Client {
     fn pending(&self, ring: &Ring) -> bool {
-        self.out_pos < self.out.len()
-            || (self.phase == Phase::Streaming && self.next_seq < ring.next_seq())
+        self.out_pos < self.out.len() || (self.hs.is_streaming() && self.next_seq < ring.next_seq())
     }
 
     /// Queues one control frame. Fails (the client is dropped) only if the partial-write buffer
@@ -232,7 +222,7 @@ impl Client {
                     Err(e) => return Err(format!("send failed: {e}")),
                 }
             }
-            if self.phase != Phase::Streaming || self.next_seq >= ring.next_seq() {
+            if !self.hs.is_streaming() || self.next_seq >= ring.next_seq() {
                 self.last_progress = now;
                 return Ok(());
             }
@@ -288,7 +278,7 @@ impl Client {
 
 /// Timeouts and limits of the server (from the flags).
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub max_clients: usize,
     pub handshake_timeout: Duration,
     pub stall_timeout: Duration,
@@ -297,7 +287,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn from_config(cfg: &Config) -> Limits {
+    pub(crate) fn from_config(cfg: &Config) -> Limits {
         Limits {
             max_clients: cfg.max_clients,
             handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms as u64),
@@ -354,7 +344,7 @@ impl Server {
             sample_msg: Box::new(Message::Record(Record {
                 seq: 0,
                 time_ms: 0,
-                body: RecordBody::Sample(empty_sample()),
+                body: RecordBody::Sample(nasprobe_proto::Sample::default()),
             })),
             limiter: AuthLimiter::default(),
             instance_id,
@@ -454,7 +444,7 @@ impl Server {
             until = until.min(t);
         }
         for c in self.clients.iter().flatten() {
-            if c.phase != Phase::Streaming {
+            if !c.hs.is_streaming() {
                 until = until.min(c.deadline);
             } else if c.pending(&self.ring) {
                 until = until.min(c.last_progress + self.limits.stall_timeout);
@@ -562,7 +552,7 @@ impl Server {
             let Some(c) = self.clients[slot].as_mut() else {
                 continue;
             };
-            if c.phase != Phase::Streaming {
+            if !c.hs.is_streaming() {
                 continue;
             }
             if let Err(reason) = c.flush(&self.ring, now) {
@@ -636,8 +626,7 @@ impl Server {
             let mut c = Client {
                 stream,
                 peer,
-                phase: Phase::AwaitAuth,
-                agent_nonce: nonce,
+                hs: AgentHandshake::new(nonce),
                 deadline: now + self.limits.handshake_timeout,
                 inbuf: [0u8; IN_CAP],
                 in_len: 0,
@@ -650,7 +639,7 @@ impl Server {
                 records_sent: 0,
             };
             log::debug!("client {peer}: connected");
-            let challenge = Message::Challenge(Challenge { agent_nonce: nonce });
+            let challenge = c.hs.challenge();
             let r = c
                 .queue(&challenge, &mut self.scratch)
                 .and_then(|_| c.flush(&self.ring, now));
@@ -748,30 +737,14 @@ impl Server {
         let Some(c) = self.clients[slot].as_mut() else {
             return;
         };
-        match (c.phase, msg) {
-            (Phase::AwaitAuth, Message::Auth(a)) => {
-                let expect = auth::client_proof(&self.token, &c.agent_nonce, &a.client_nonce);
-                if !auth::proofs_equal(&expect, &a.mac) {
-                    let ip = c.peer.ip();
-                    if self.limiter.fail(ip, now) {
-                        log::warn!(
-                            "{ip}: {AUTH_FAIL_LIMIT} failed authentications within {} s: \
-                             refusing it for {} s",
-                            AUTH_FAIL_WINDOW.as_secs(),
-                            AUTH_BLOCK_FOR.as_secs()
-                        );
-                    }
-                    self.refuse_and_drop(slot, "authentication failed (wrong token?)");
-                    return;
-                }
-                let ok = Message::AuthOk(AuthOk {
-                    mac: auth::agent_proof(&self.token, &c.agent_nonce, &a.client_nonce),
-                });
+        let r = match c.hs.on_message(&self.token, &msg) {
+            Ok(AgentAction::Nothing) => return,
+            Ok(AgentAction::SendAuthOk(ok)) => {
+                let ok = Message::AuthOk(ok);
                 let hello = Message::Hello(self.hello());
                 let Some(c) = self.clients[slot].as_mut() else {
                     return;
                 };
-                c.phase = Phase::AwaitResume;
                 let r = c
                     .queue(&ok, &mut self.scratch)
                     .and_then(|_| c.queue(&hello, &mut self.scratch))
@@ -779,115 +752,78 @@ impl Server {
                 if let Err(reason) = r {
                     self.drop_client(slot, &reason, log::Level::Warn);
                 }
+                return;
             }
-            (Phase::AwaitResume, Message::Resume(r)) => {
-                let ring = &self.ring;
-                let oldest = ring.oldest_seq();
-                let next = ring.next_seq();
-                let (start, gone) = if r.instance_id == self.instance_id {
-                    let want = r.after_seq.saturating_add(1);
-                    if want < oldest {
-                        (oldest, Some((want, oldest - 1)))
-                    } else {
-                        (want.min(next), None)
-                    }
-                } else {
-                    (oldest, (oldest > 1).then_some((1, oldest - 1)))
-                };
-                c.phase = Phase::Streaming;
-                c.next_seq = start;
-                c.next_off = ring.find(start);
-                log::info!(
-                    "client {}: authenticated; resuming at {start} (instance {}, ring {}..{})",
-                    c.peer,
-                    if r.instance_id == self.instance_id {
-                        "same"
-                    } else {
-                        "new"
-                    },
-                    oldest,
-                    next.saturating_sub(1)
-                );
-                let mut res = Ok(());
-                if let Some((from_seq, to_seq)) = gone {
-                    let g = Message::Gone(Gone {
-                        instance_id: self.instance_id,
-                        from_seq,
-                        to_seq,
-                    });
-                    res = c.queue(&g, &mut self.scratch);
+            Ok(AgentAction::Resume(r)) => r,
+            Err(HandshakeError::BadProof) => {
+                let ip = c.peer.ip();
+                if self.limiter.fail(ip, now) {
+                    log::warn!(
+                        "{ip}: {AUTH_FAIL_LIMIT} failed authentications within {} s: \
+                         refusing it for {} s",
+                        AUTH_FAIL_WINDOW.as_secs(),
+                        AUTH_BLOCK_FOR.as_secs()
+                    );
                 }
-                let res = res.and_then(|_| c.flush(&self.ring, now));
-                if let Err(reason) = res {
-                    self.drop_client(slot, &reason, log::Level::Warn);
-                }
+                self.refuse_and_drop(slot, &HandshakeError::BadProof.to_string());
+                return;
             }
-            (Phase::AwaitResume | Phase::Streaming, Message::KeepAlive(_)) => {}
-            (phase, other) => {
-                let reason = format!("unexpected {} in {phase:?}", msg_name(&other));
-                self.refuse_and_drop(slot, &reason);
+            Err(e) => {
+                self.refuse_and_drop(slot, &e.to_string());
+                return;
             }
+        };
+        let ring = &self.ring;
+        let oldest = ring.oldest_seq();
+        let next = ring.next_seq();
+        let (start, gone) = if r.instance_id == self.instance_id {
+            let want = r.after_seq.saturating_add(1);
+            if want < oldest {
+                (oldest, Some((want, oldest - 1)))
+            } else {
+                (want.min(next), None)
+            }
+        } else {
+            (oldest, (oldest > 1).then_some((1, oldest - 1)))
+        };
+        c.next_seq = start;
+        c.next_off = ring.find(start);
+        log::info!(
+            "client {}: authenticated; resuming at {start} (instance {}, ring {}..{})",
+            c.peer,
+            if r.instance_id == self.instance_id {
+                "same"
+            } else {
+                "new"
+            },
+            oldest,
+            next.saturating_sub(1)
+        );
+        let mut res = Ok(());
+        if let Some((from_seq, to_seq)) = gone {
+            let g = Message::Gone(Gone {
+                instance_id: self.instance_id,
+                from_seq,
+                to_seq,
+            });
+            res = c.queue(&g, &mut self.scratch);
+        }
+        let res = res.and_then(|_| c.flush(&self.ring, now));
+        if let Err(reason) = res {
+            self.drop_client(slot, &reason, log::Level::Warn);
         }
     }
 
+    /// The Hello of this instance: the host facts and inventory as the sampler read them (it
+    /// also applies and sanitizes `--name`), then what only the server knows.
     fn hello(&self) -> Hello {
         let (oldest_seq, newest_seq) = self.ring.seq_range();
         let mut h = Hello {
-            protocol_version: PROTOCOL_VERSION,
             agent_version: short_str(env!("CARGO_PKG_VERSION")),
-            instance_id: self.instance_id,
-            started_ms: self.started_ms,
             now_ms: wall_ms(),
-            host_name: heapless::String::new(),
-            kernel_release: heapless::String::new(),
-            arch: heapless::String::new(),
-            cpu_count: 0,
-            clock_ticks_per_sec: 100,
-            page_size: 4096,
-            boot_id: heapless::String::new(),
-            interval_ms: self.cfg.interval_ms,
-            oldest_seq,
-            newest_seq,
-            disks: heapless::Vec::new(),
-            md_arrays: heapless::Vec::new(),
-            nics: heapless::Vec::new(),
-            mounts: heapless::Vec::new(),
+            ..Hello::default()
         };
-        // SAFETY: uname fills a plain C struct of NUL-terminated arrays.
-        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-        if unsafe { libc::uname(&mut u) } == 0 {
-            let field = |f: &[libc::c_char]| {
-                let bytes: Vec<u8> = f
-                    .iter()
-                    .take_while(|&&c| c != 0)
-                    .map(|&c| c as u8)
-                    .collect();
-                String::from_utf8_lossy(&bytes).into_owned()
-            };
-            h.host_name = short_str(&field(&u.nodename));
-            h.kernel_release = short_str(&field(&u.release));
-            h.arch = short_str(&field(&u.machine));
-        }
-        // SAFETY: sysconf has no preconditions.
-        unsafe {
-            let n = libc::sysconf(libc::_SC_NPROCESSORS_CONF);
-            if n > 0 {
-                h.cpu_count = n.min(u16::MAX as libc::c_long) as u16;
-            }
-            let t = libc::sysconf(libc::_SC_CLK_TCK);
-            if t > 0 {
-                h.clock_ticks_per_sec = t as u32;
-            }
-            let p = libc::sysconf(libc::_SC_PAGESIZE);
-            if p > 0 {
-                h.page_size = p as u32;
-            }
-        }
         self.sampler.fill_hello(&mut h);
-        if let Some(name) = &self.cfg.name {
-            h.host_name = short_str(name);
-        }
-        // The server owns these whatever the sampler wrote.
         h.protocol_version = PROTOCOL_VERSION;
         h.instance_id = self.instance_id;
         h.started_ms = self.started_ms;
@@ -903,7 +839,7 @@ impl Server {
             let Some(c) = self.clients[slot].as_mut() else {
                 continue;
             };
-            if c.phase != Phase::Streaming {
+            if !c.hs.is_streaming() {
                 if now >= c.deadline {
                     let reason = format!(
                         "handshake not completed within {} ms",
@@ -936,20 +872,6 @@ impl Server {
     }
 }
 
-fn msg_name(m: &Message) -> &'static str {
-    match m {
-        Message::Challenge(_) => "Challenge",
-        Message::Auth(_) => "Auth",
-        Message::AuthOk(_) => "AuthOk",
-        Message::Hello(_) => "Hello",
-        Message::Resume(_) => "Resume",
-        Message::Gone(_) => "Gone",
-        Message::Record(_) => "Record",
-        Message::KeepAlive(_) => "KeepAlive",
-        Message::Refused(_) => "Refused",
-    }
-}
-
 /// Pushes one encoded record frame and gives its offset to clients waiting for exactly it.
 fn push_frame(ring: &mut Ring, frame: &[u8], clients: &mut [Option<Client>]) {
     let Some((seq, off)) = ring.push(frame) else {
@@ -960,7 +882,7 @@ fn push_frame(ring: &mut Ring, frame: &[u8], clients: &mut [Option<Client>]) {
         return;
     };
     for c in clients.iter_mut().flatten() {
-        if c.phase == Phase::Streaming && c.next_seq == seq && c.next_off.is_none() {
+        if c.hs.is_streaming() && c.next_seq == seq && c.next_off.is_none() {
             c.next_off = Some(off);
         }
     }

@@ -13,7 +13,7 @@ use std::path::Path;
 const MAX_TOKEN_FILE: u64 = 4096;
 
 /// Fills `buf` from /dev/urandom (not getrandom(2): Linux 3.10 lacks it).
-pub fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
+pub(crate) fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
     fs::File::open("/dev/urandom")?.read_exact(buf)
 }
 

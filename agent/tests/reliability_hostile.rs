@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::{Auth, Message, auth, encode_frame};
+use nasprobe_proto::handshake::{ClientAction, ClientHandshake};
+use nasprobe_proto::{Challenge, Message, encode_frame};
 use server_common::*;
 
 fn status_kib(pid: u32, field: &str) -> u64 {
@@ -42,9 +43,17 @@ fn fd_count(pid: u32) -> usize {
         .unwrap_or(0)
 }
 
-fn auth_frame(a: Auth) -> Vec<u8> {
+/// The frame of a collector's answer to `agent_nonce`, built by the protocol's own handshake
+/// machine (the hostile parts of these tests are in how and when it is sent).
+fn auth_frame(token: &[u8], agent_nonce: [u8; 32], client_nonce: [u8; 32]) -> Vec<u8> {
+    let challenge = Message::Challenge(Challenge { agent_nonce });
+    let Ok(ClientAction::SendAuth(auth)) =
+        ClientHandshake::new(client_nonce).on_message(token, challenge)
+    else {
+        unreachable!("a Challenge is always answered");
+    };
     let mut out = [0u8; 512];
-    let n = encode_frame(&Message::Auth(a), &mut out).unwrap();
+    let n = encode_frame(&Message::Auth(auth), &mut out).unwrap();
     out[..n].to_vec()
 }
 
@@ -133,10 +142,7 @@ fn hostile_body() {
             let nonce = challenge(&mut c);
             ready_tx.send(()).unwrap();
             let client_nonce = [5u8; 32];
-            let f = auth_frame(Auth {
-                client_nonce,
-                mac: auth::client_proof(&token, &nonce, &client_nonce),
-            });
+            let f = auth_frame(&token, nonce, client_nonce);
             let t = Instant::now();
             let mut sent = 0;
             for b in &f {
@@ -222,10 +228,7 @@ fn hostile_body() {
     // 5. Replay: capture a good handshake, replay its Auth on a new connection.
     let (mut c, n1) = connect_challenged("127.0.0.8", agent.addr);
     let cn = [8u8; 32];
-    let captured = auth_frame(Auth {
-        client_nonce: cn,
-        mac: auth::client_proof(&agent.token, &n1, &cn),
-    });
+    let captured = auth_frame(&agent.token, n1, cn);
     c.stream.write_all(&captured).unwrap();
     assert!(
         matches!(c.recv(), Ok(Message::AuthOk(_))),

@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use nasprobe_agent::config::{Config, ScanPolicy};
-use nasprobe_agent::sample_cmd::empty_hello;
-use nasprobe_agent::sampler::{Sampler, empty_sample};
+use nasprobe_agent::sampler::Sampler;
 use nasprobe_proto::{Event, Sample, flags};
 
 struct Tree {
@@ -288,12 +287,12 @@ fn full_cycle_exact_deltas() {
     let t = Tree::new("cycle");
     write_step(&t, 0);
     let mut s = Sampler::new(&cfg(&t));
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     let (ok, ev) = take(&mut s, &mut out);
     assert!(!ok, "the first call only primes");
     assert!(ev.is_empty(), "priming emits nothing: {ev:?}");
 
-    let mut hello = empty_hello();
+    let mut hello = nasprobe_proto::Hello::default();
     s.fill_hello(&mut hello);
     assert_eq!(hello.cpu_count, 2);
     let disk_names: Vec<&str> = hello.disks.iter().map(|d| d.name.as_str()).collect();
@@ -505,7 +504,7 @@ fn partitions_flag_reports_them() {
         ..cfg(&t)
     };
     let s = Sampler::new(&c);
-    let mut hello = empty_hello();
+    let mut hello = nasprobe_proto::Hello::default();
     s.fill_hello(&mut hello);
     let names: Vec<&str> = hello.disks.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["sda", "sda1", "sdb", "sdc"]);
@@ -520,13 +519,13 @@ fn link_speed_override_and_missing_roots() {
         ..cfg(&t)
     };
     let mut s = Sampler::new(&c);
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     take(&mut s, &mut out);
     write_step(&t, 1);
     take(&mut s, &mut out);
     let eth1 = out.nics.iter().find(|n| n.nic == 1).unwrap();
     assert_eq!(eth1.speed_mbit, 2500);
-    let mut hello = empty_hello();
+    let mut hello = nasprobe_proto::Hello::default();
     s.fill_hello(&mut hello);
     assert_eq!(hello.nics[1].speed_override_mbit, Some(2500));
 
@@ -538,7 +537,7 @@ fn link_speed_override_and_missing_roots() {
         ..Config::default()
     };
     let mut s = Sampler::new(&c);
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     assert!(!take(&mut s, &mut out).0);
     assert!(take(&mut s, &mut out).0);
     assert!(out.memory.is_none() && out.cpus.is_empty() && out.top.is_empty());
@@ -553,7 +552,7 @@ fn scan_every_n_reads_only_busy_processes_in_between() {
         ..cfg(&t)
     };
     let mut s = Sampler::new(&c);
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     take(&mut s, &mut out); // prime (full)
     write_step(&t, 1);
     take(&mut s, &mut out); // full (right after priming)

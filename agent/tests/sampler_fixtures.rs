@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use nasprobe_agent::config::{Config, ScanPolicy};
 use nasprobe_agent::parse::{ParseError, cpu, disk, mem, net, pid, sysfs};
-use nasprobe_agent::sample_cmd::empty_hello;
-use nasprobe_agent::sampler::{Sampler, empty_sample};
+use nasprobe_agent::sampler::Sampler;
 use nasprobe_proto::{Event, Hello, Sample, flags};
 
 fn data(rel: &str) -> PathBuf {
@@ -31,13 +30,13 @@ fn sampler_over(tree: &Path) -> (Sampler, Hello) {
         ..Config::default()
     };
     let s = Sampler::new(&cfg);
-    let mut h = empty_hello();
+    let mut h = nasprobe_proto::Hello::default();
     s.fill_hello(&mut h);
     (s, h)
 }
 
 fn two_samples(s: &mut Sampler) -> (Sample, Vec<Event>) {
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     let mut ev = Vec::new();
     assert!(!s.sample(&mut out, &mut |e| ev.push(e)));
     assert!(s.sample(&mut out, &mut |e| ev.push(e)));
@@ -178,7 +177,7 @@ fn v310_counters_wrap_at_32_bits() {
     let _ = std::fs::remove_dir_all(&tmp);
     copy_dir(&data(V310), &tmp);
     let (mut s, h) = sampler_over(&tmp);
-    let mut out = empty_sample();
+    let mut out = nasprobe_proto::Sample::default();
     let mut ev = Vec::new();
     assert!(!s.sample(&mut out, &mut |e| ev.push(e)));
     for f in ["proc/diskstats", "proc/net/dev"] {

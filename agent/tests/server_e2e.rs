@@ -433,3 +433,21 @@ fn group_readable_token_is_refused_with_the_fix() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// The Hello's host facts are the sampler's, and `--name` arrives sanitized: control
+/// characters (a terminal escape, a bell) become spaces instead of reaching the collector.
+#[test]
+fn hello_carries_the_sampler_facts_and_a_sanitized_name() {
+    big_stack(|| {
+        let agent = Agent::start(
+            "name",
+            &["--interval", "100", "--name", "nas\u{1b}[31m\u{7}1"],
+        );
+        let (_c, hello) = agent.connect();
+        assert_eq!(hello.host_name.as_str(), "nas [31m 1");
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert_eq!(hello.kernel_release.as_str(), release.trim());
+        assert!(hello.cpu_count > 0 && hello.clock_ticks_per_sec > 0);
+        assert_eq!(hello.interval_ms, 100);
+    });
+}

@@ -9,7 +9,7 @@
 #[path = "../tests/html_scenario/mod.rs"]
 mod scenario;
 
-use nasprobe_analysis::{Options, build, html};
+use nasprobe_analysis::{Options, analyze, html};
 
 fn main() {
     let mut out = None;
@@ -33,8 +33,8 @@ fn main() {
     } else {
         scenario::ten_minutes()
     };
-    let report = build(&hosts, &Options::default());
-    let page = html::render(&hosts, &report);
+    let analysis = analyze(&hosts, &Options::default());
+    let page = html::render(&hosts, &analysis);
     if let Err(e) = std::fs::write(&out, page) {
         eprintln!("html_demo: cannot write {out}: {e}");
         std::process::exit(1);

@@ -13,36 +13,29 @@ mod svg;
 use std::fmt::Write;
 
 use crate::input::HostData;
-use crate::report::Report;
-use crate::series::{self, HostSeries};
-use crate::verdict;
+use crate::report::{Analysis, Report};
+use crate::verdict::{self, Resource};
 use charts::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
 
-/// Renders the report of `hosts` (as built by [`crate::report::build`] from the same data) as
-/// one HTML document.
-pub fn render(hosts: &[HostData], report: &Report) -> String {
-    let series: Vec<HostSeries> = hosts.iter().map(series::build).collect();
-    // The verdict's figures come from the smoothed series, as in `report::build`.
-    let judged: Vec<HostSeries> = series.iter().map(series::smooth).collect();
-    let (_, active) = verdict::find_flow(&judged);
+/// Renders the analysis of `hosts` (as built by [`crate::report::analyze`] from the same data)
+/// as one HTML document: its series, candidates and report, nothing rebuilt.
+pub fn render(hosts: &[HostData], a: &Analysis) -> String {
+    let report = &a.report;
     let ax = time_axis(hosts);
     let ctxs: Vec<HostCtx> = hosts
         .iter()
-        .zip(series.iter().zip(&judged))
-        .map(|(h, (s, j))| {
-            let idx = verdict::active_indices(j, active);
-            HostCtx {
-                data: h,
-                s,
-                sum: report.hosts.iter().find(|x| x.name == h.name),
-                sp: Spans::new(&s.points),
-                ax,
-                cands: verdict::candidates(j, &idx),
-                wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
-                    .then_some(report.bottleneck.resource),
-                markers: charts::markers(h, &ax),
-            }
+        .zip(a.raw.iter().zip(&a.candidates))
+        .map(|(h, (s, cands))| HostCtx {
+            data: h,
+            s,
+            sum: report.hosts.iter().find(|x| x.name == h.name),
+            sp: Spans::new(&s.points),
+            ax,
+            cands: cands.clone(),
+            wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
+                .then_some(report.bottleneck.resource),
+            markers: charts::markers(h, &ax),
         })
         .collect();
 
@@ -145,7 +138,7 @@ fn headline_plain(r: &Report) -> String {
     let host = b.host.as_deref().unwrap_or("?");
     let u = verdict::pct(b.utilization);
     match b.resource {
-        "cpu_thread" => format!(
+        Resource::CpuThread => format!(
             "the wall is on {host}: {} `{}` at {u} of a core",
             match &b.thread {
                 Some(t) => format!("thread `{t}` of"),
@@ -153,17 +146,17 @@ fn headline_plain(r: &Report) -> String {
             },
             b.process.as_deref().unwrap_or("?")
         ),
-        "cpu_all" => format!("the wall is on {host}: all cores at {u} busy"),
-        "disk" => format!(
+        Resource::CpuAll => format!("the wall is on {host}: all cores at {u} busy"),
+        Resource::Disk => format!(
             "the wall is on {host}: disk {} at {u} util",
             b.device.as_deref().unwrap_or("?")
         ),
-        "nic" => format!(
+        Resource::Nic => format!(
             "the wall is on {host}: NIC {} at {u} of its link",
             b.device.as_deref().unwrap_or("?")
         ),
-        "memory" => format!("the wall is on {host}: memory — the host is swapping"),
-        _ => "no wall found on the observed hosts".to_string(),
+        Resource::Memory => format!("the wall is on {host}: memory — the host is swapping"),
+        Resource::None => "no wall found on the observed hosts".to_string(),
     }
 }
 
@@ -193,7 +186,7 @@ fn list(o: &mut String, title: &str, class: &str, items: &[String]) {
 
 fn verdict_section(o: &mut String, r: &Report) {
     let b = &r.bottleneck;
-    let wall = b.resource != "none";
+    let wall = b.resource != Resource::None;
     let _ = writeln!(
         o,
         "<section id=\"verdict\" class=\"{}\">",
@@ -410,7 +403,7 @@ fn events_table(o: &mut String, hosts: &[HostData]) {
                 e.time_ms,
                 h.name.as_str(),
                 charts::event_class(&e.event),
-                charts::describe(e.time_ms, &e.event),
+                charts::describe(e.time_ms, &e.event, charts::event_cpu_s(h, e)),
             ));
         }
     }

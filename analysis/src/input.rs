@@ -70,3 +70,24 @@ pub struct HostData {
     pub events: Vec<TimedEvent>,
     pub gaps: Vec<GapInfo>,
 }
+
+impl HostData {
+    /// Samples with the `Hello` of their instance, decoded one at a time, in time order (None
+    /// for a body that is not a valid sample).
+    pub fn decoded(&self) -> impl Iterator<Item = (&Hello, &TimedSample, Option<Sample>)> + '_ {
+        self.samples.iter().filter_map(|s| {
+            let inst = self.instances.get(s.instance)?;
+            Some((&inst.hello, s, s.decode()))
+        })
+    }
+
+    /// CPU seconds of `ticks` counted by instance `instance`, at the clock rate its `Hello`
+    /// gives (USER_HZ; 100 when the instance is unknown).
+    pub(crate) fn ticks_s(&self, instance: usize, ticks: u64) -> f64 {
+        let hz = self
+            .instances
+            .get(instance)
+            .map_or(100, |i| i.hello.clock_ticks_per_sec.max(1));
+        ticks as f64 / f64::from(hz)
+    }
+}

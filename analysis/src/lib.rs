@@ -15,4 +15,4 @@ pub mod time;
 pub mod verdict;
 
 pub use input::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
-pub use report::{Options, Report, build};
+pub use report::{Analysis, Options, Report, analyze, build};

@@ -212,19 +212,46 @@ pub struct Progress {
 }
 
 /// Builds the report of the hosts' data.
+/// Gap reason of a stored sample the analysis could not decode (a corrupt row): it is left
+/// out of every figure and listed here instead of being dropped silently.
+pub(crate) const UNDECODABLE: &str = "undecodable: the stored sample does not decode";
+
+/// Everything the analysis builds from one window, built once: the JSON and text renderings
+/// print its `report`, the HTML one draws its series and candidates as well (none of them
+/// rebuilds series, smoothing, flow or verdict).
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Per host (in the order of the input), the series of every sample, each decoded once.
+    pub raw: Vec<HostSeries>,
+    /// The same merged into buckets of a few seconds ([`series::smooth`]): what is judged.
+    pub smoothed: Vec<HostSeries>,
+    /// The transfer's active period, when there is one.
+    pub active: Option<(u64, u64)>,
+    /// Per host, the candidates the verdict weighed.
+    pub candidates: Vec<Vec<verdict::Candidate>>,
+    pub report: Report,
+}
+
+/// The report of `hosts` (see [`analyze`]).
 pub fn build(hosts: &[HostData], opts: &Options) -> Report {
+    analyze(hosts, opts).report
+}
+
+/// Builds the series, the flow, the verdict and the report of `hosts` over the window.
+pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
     // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
     // one gives the sample counts and each death's context.
     let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
     let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
     let (flow, active_range) = verdict::find_flow(&series);
     let mut summaries = Vec::new();
-    let mut candidates = Vec::new();
+    let mut per_host = Vec::new();
     for (s, r) in series.iter().zip(&raw) {
         let idx = active_indices(s, active_range);
-        candidates.extend(verdict::candidates(s, &idx));
+        per_host.push(verdict::candidates(s, &idx));
         summaries.push(summarize(s, &idx, r.points.len()));
     }
+    let candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
     let bottleneck = verdict::decide(&candidates, flow.as_ref());
 
     let (mut lo, mut hi) = (u64::MAX, 0u64);
@@ -246,7 +273,8 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
     let mut timed = Vec::new();
     for h in hosts {
         for e in &h.events {
-            timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event)));
+            let cpu_s = |ticks| h.ticks_s(e.instance, ticks);
+            timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event, cpu_s)));
         }
     }
     timed.sort_by_key(|e| e.0);
@@ -258,21 +286,30 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
         .collect();
     let gaps = hosts
         .iter()
-        .flat_map(|h| {
-            h.gaps.iter().map(|g| GapOut {
+        .zip(&raw)
+        .flat_map(|(h, r)| {
+            let stored = h.gaps.iter().map(|g| GapOut {
                 host: h.name.clone(),
                 from: rfc3339(g.from_ms),
                 to: rfc3339(g.to_ms),
                 samples: g.samples,
                 reason: g.reason.clone(),
-            })
+            });
+            let undecodable = r.undecodable.iter().map(|&t| GapOut {
+                host: h.name.clone(),
+                from: rfc3339(t),
+                to: rfc3339(t),
+                samples: Some(1),
+                reason: UNDECODABLE.to_string(),
+            });
+            stored.chain(undecodable)
         })
         .collect();
     let progress = raw
         .iter()
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();
-    Report {
+    let report = Report {
         window: Window {
             from: rfc3339(from),
             to: rfc3339(to),
@@ -285,6 +322,13 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
         patterns,
         gaps,
         progress,
+    };
+    Analysis {
+        raw,
+        smoothed: series,
+        active: active_range,
+        candidates: per_host,
+        report,
     }
 }
 
@@ -432,11 +476,11 @@ fn summarize(s: &HostSeries, idx: &[usize], samples: usize) -> HostSummary {
     }
 }
 
-fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
+fn event_out(host: &str, time_ms: u64, e: &Event, cpu_s: impl Fn(u64) -> f64) -> EventOut {
     let mut o = EventOut {
         host: host.to_string(),
         at: rfc3339(time_ms),
-        kind: crate::rates::event_kind(e),
+        kind: e.kind(),
         pid: None,
         process: None,
         cmdline: None,
@@ -456,8 +500,7 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
             o.process = Some(x.process.comm.as_str().into());
             o.cmdline = Some(x.process.cmdline.as_str().into());
             o.lifetime_s = Some(round2(x.lifetime_ms as f64 / 1000.0));
-            // Ticks are USER_HZ (100 on every Linux seen).
-            o.cpu_s = Some(round2(x.cpu_ticks as f64 / 100.0));
+            o.cpu_s = Some(round2(cpu_s(x.cpu_ticks)));
         }
         Event::LinkChange(l) => {
             o.device = Some(l.nic.as_str().into());
@@ -491,7 +534,7 @@ fn event_out(host: &str, time_ms: u64, e: &Event) -> EventOut {
 }
 
 /// A command's shape: numbers replaced by `N`, so restarts with new tokens group together.
-pub fn command_shape(cmd: &str) -> String {
+pub(crate) fn command_shape(cmd: &str) -> String {
     let mut out = String::with_capacity(cmd.len());
     let mut in_num = false;
     for ch in cmd.chars() {
@@ -809,4 +852,98 @@ fn progress(s: &HostSeries, expect: Option<u64>) -> Vec<Progress> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Instance, TimedEvent};
+    use nasprobe_proto::{Hello, ProcessExit, ProcessInfo};
+
+    /// A process's CPU time is counted at its instance's clock rate (Hello), not at 100.
+    #[test]
+    fn exit_cpu_seconds_use_the_instances_clock_rate() {
+        let exit = |pid| {
+            Event::ProcessExit(ProcessExit {
+                process: ProcessInfo {
+                    pid,
+                    ppid: 1,
+                    comm: "rsync".try_into().unwrap(),
+                    cmdline: "rsync".try_into().unwrap(),
+                    start_ticks: 0,
+                },
+                lifetime_ms: 10_000,
+                cpu_ticks: 500,
+            })
+        };
+        let inst = |id, hz| Instance {
+            id,
+            hello: Hello {
+                clock_ticks_per_sec: hz,
+                ..Hello::default()
+            },
+        };
+        let host = HostData {
+            name: "nas".into(),
+            instances: vec![inst(1, 250), inst(2, 100)],
+            events: vec![
+                TimedEvent {
+                    time_ms: 1_000,
+                    instance: 0,
+                    seq: 1,
+                    event: exit(10),
+                },
+                TimedEvent {
+                    time_ms: 2_000,
+                    instance: 1,
+                    seq: 1,
+                    event: exit(11),
+                },
+            ],
+            ..HostData::default()
+        };
+        let r = build(&[host], &Options::default());
+        let cpu: Vec<_> = r.events.iter().map(|e| (e.pid, e.cpu_s)).collect();
+        assert_eq!(cpu, [(Some(10), Some(2.0)), (Some(11), Some(5.0))]);
+    }
+
+    /// A stored sample that does not decode is left out of the figures and listed as a gap,
+    /// never dropped silently.
+    #[test]
+    fn an_undecodable_sample_is_a_gap() {
+        let good = nasprobe_proto::Sample {
+            interval_us: 1_000_000,
+            ..Default::default()
+        };
+        let host = HostData {
+            name: "nas".into(),
+            instances: vec![Instance {
+                id: 1,
+                hello: Hello::default(),
+            }],
+            samples: vec![
+                crate::input::TimedSample::new(1_000, 0, 1, &good),
+                crate::input::TimedSample {
+                    time_ms: 2_000,
+                    instance: 0,
+                    seq: 2,
+                    interval_us: 1_000_000,
+                    body: vec![0x80],
+                },
+                crate::input::TimedSample::new(3_000, 0, 3, &good),
+            ],
+            ..HostData::default()
+        };
+        let a = analyze(&[host], &Options::default());
+        assert_eq!(a.raw[0].points.len(), 2);
+        assert_eq!(a.report.hosts[0].samples, 2);
+        let gaps: Vec<_> = a
+            .report
+            .gaps
+            .iter()
+            .map(|g| (&g.reason[..], g.samples))
+            .collect();
+        assert_eq!(gaps, [(UNDECODABLE, Some(1))]);
+        assert_eq!(a.report.gaps[0].from, "1970-01-01T00:00:02Z");
+    }
 }

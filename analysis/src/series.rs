@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use nasprobe_formulas as f;
 use nasprobe_proto::{Hello, Sample, flags};
-
-use crate::rates;
 
 use crate::input::HostData;
 
@@ -75,19 +74,18 @@ pub struct NicSeries {
 }
 
 impl NicSeries {
-    /// Utilization per point against the link speed: full duplex max(rx, tx)/speed, half
-    /// (rx + tx)/speed; NaN when the speed is unknown.
+    /// Utilization per point against the link speed ([`f::link_util`]); NaN when the speed is
+    /// unknown.
     pub fn util(&self) -> Vec<f64> {
         (0..self.rx_bps.len())
             .map(|i| {
-                let s = self.speed_bps[i];
-                if s <= 0.0 {
-                    f64::NAN
-                } else if self.full_duplex[i] {
-                    self.rx_bps[i].max(self.tx_bps[i]) / s
-                } else {
-                    (self.rx_bps[i] + self.tx_bps[i]) / s
-                }
+                f::link_util(
+                    self.rx_bps[i],
+                    self.tx_bps[i],
+                    self.speed_bps[i],
+                    self.full_duplex[i],
+                )
+                .unwrap_or(f64::NAN)
             })
             .collect()
     }
@@ -138,13 +136,16 @@ pub struct HostSeries {
     pub mounts: BTreeMap<String, Vec<f64>>,
     /// Agent's own CPU, fraction of a core.
     pub agent_cpu: Vec<f64>,
+    /// Times of the samples that could not be used (a body that does not decode, or an
+    /// instance that is not in the input): the report lists them as gaps.
+    pub undecodable: Vec<u64>,
 }
 
 /// Busy and iowait fractions of one CPU entry (NaN when unknown).
 fn cpu_busy(t: &nasprobe_proto::CpuTicks) -> (f64, f64) {
     (
-        rates::cpu_busy(t).unwrap_or(f64::NAN),
-        rates::cpu_iowait(t).unwrap_or(f64::NAN),
+        f::cpu_busy(t).unwrap_or(f64::NAN),
+        f::cpu_iowait(t).unwrap_or(f64::NAN),
     )
 }
 
@@ -173,9 +174,11 @@ pub fn build(host: &HostData) -> HostSeries {
     }
     for ts in &host.samples {
         let Some(inst) = host.instances.get(ts.instance) else {
+            s.undecodable.push(ts.time_ms);
             continue;
         };
         let Some(sample) = ts.decode() else {
+            s.undecodable.push(ts.time_ms);
             continue;
         };
         let i = s.points.len();
@@ -204,12 +207,9 @@ pub fn build(host: &HostData) -> HostSeries {
 }
 
 fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time_ms: u64) {
-    let interval_ms = (sample.interval_us as f64 / 1000.0).max(1.0);
-    let secs = interval_ms / 1000.0;
-    let hz = hello.clock_ticks_per_sec.max(1) as f64;
     s.points.push(Point {
         time_ms,
-        interval_ms,
+        interval_ms: (f64::from(sample.interval_us) / 1000.0).max(1.0),
     });
     let (busy, iowait) = cpu_busy(&sample.cpu_total);
     s.cpu_busy.push(busy);
@@ -217,65 +217,57 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
     s.core_busy
         .push(sample.cpus.iter().map(|c| cpu_busy(c).0).collect());
     s.run_queue.push(sample.procs_running as f64);
-    s.agent_cpu.push(sample.agent.cpu_us as f64 / (secs * 1e6));
-
-    for p in &sample.top {
-        let cores = (p.utime + p.stime) as f64 / (secs * hz);
-        let name = p.comm.as_str().to_string();
-        let ps = s.procs.entry(name.clone()).or_default();
-        // Two processes of the same name in one sample add up (e.g. two rsync).
-        if ps.cores.len() == i + 1 {
-            ps.cores[i] += cores;
-        } else {
-            push_at(&mut ps.cores, i, cores);
-            ps.present += 1;
-        }
-        ps.last_pid = p.pid;
-        ps.threads = p.threads;
-        if let Some(c) = &p.cmdline {
-            ps.cmdline = Some(c.as_str().to_string());
-        }
-        if let Some(rd) = p.run_delay_us {
-            if ps.run_delay_frac.len() < i {
-                ps.run_delay_frac.resize(i, f64::NAN);
+    s.agent_cpu
+        .push(f::us_fraction(sample, sample.agent.cpu_us));
+    add_procs(s, i, hello, sample);
+    add_disks(s, i, hello, sample);
+    add_nics(s, i, hello, sample);
+    add_mem(s, sample);
+    add_tcp(s, sample);
+    for ms in &sample.mounts {
+        if let Some(path) = hello.mounts.get(ms.mount as usize) {
+            let v = s.mounts.entry(path.as_str().to_string()).or_default();
+            if v.len() < i {
+                v.resize(i, f64::NAN);
             }
-            if ps.run_delay_frac.len() == i {
-                ps.run_delay_frac.push(rd as f64 / (secs * 1e6));
-            }
-        }
-        let thread = match &p.hottest_thread {
-            Some(t) => Some((
-                t.tid,
-                t.comm
-                    .as_ref()
-                    .map_or_else(|| name.clone(), |c| c.as_str().to_string()),
-                t.ticks as f64 / (secs * hz),
-            )),
-            None if p.threads <= 1 => Some((p.pid, name.clone(), cores)),
-            None => None,
-        };
-        if let Some((tid, tname, frac)) = thread {
-            let key = ThreadKey {
-                process: name.clone(),
-                thread: tname,
-            };
-            let ts = s.threads.entry(key).or_default();
-            if ts.frac.len() == i + 1 {
-                if frac > ts.frac[i] {
-                    ts.frac[i] = frac;
-                    ts.last_pid = p.pid;
-                    ts.last_tid = tid;
-                }
-            } else {
-                push_at(&mut ts.frac, i, frac);
-                ts.present += 1;
-                ts.last_pid = p.pid;
-                ts.last_tid = tid;
-            }
+            v.push(ms.used_bytes as f64);
         }
     }
+}
 
-    // Disks: every disk of the inventory gets a point (idle ones are absent from the sample).
+/// Processes by name and their hottest threads at point `i` (grouped by [`f::proc_groups`]
+/// and [`f::thread_figures`], as the exporters do).
+fn add_procs(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample) {
+    let hz = hello.clock_ticks_per_sec;
+    for g in f::proc_groups(hz, sample) {
+        let ps = s.procs.entry(g.name.to_string()).or_default();
+        push_at(&mut ps.cores, i, g.cores);
+        ps.present += 1;
+        ps.last_pid = g.pid;
+        ps.threads = g.threads;
+        if let Some(c) = g.cmdline {
+            ps.cmdline = Some(c.to_string());
+        }
+        if let Some(rd) = g.run_delay {
+            push_padded(&mut ps.run_delay_frac, i, rd, f64::NAN);
+        }
+    }
+    for t in f::thread_figures(hz, sample) {
+        let key = ThreadKey {
+            process: t.process.to_string(),
+            thread: t.thread.to_string(),
+        };
+        let ts = s.threads.entry(key).or_default();
+        push_at(&mut ts.frac, i, t.cores);
+        ts.present += 1;
+        ts.last_pid = t.pid;
+        ts.last_tid = t.tid;
+    }
+}
+
+/// Disks at point `i`: every disk of the inventory gets a point (idle ones are absent from the
+/// sample).
+fn add_disks(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample) {
     for d in &hello.disks {
         let ds = s.disks.entry(d.name.as_str().to_string()).or_default();
         ds.is_md = d.is_md;
@@ -286,7 +278,7 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             continue;
         };
         let ds = s.disks.entry(info.name.as_str().to_string()).or_default();
-        match rates::disk_rate(hello, sample, d) {
+        match f::disk(sample, d) {
             None => {
                 push_at(&mut ds.util, i, f64::NAN);
                 push_padded(&mut ds.await_ms, i, f64::NAN, f64::NAN);
@@ -303,12 +295,16 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
                     f64::NAN,
                 );
                 push_at(&mut ds.queue, i, r.queue);
-                push_at(&mut ds.read_bps, i, r.read_mb_s * 1e6);
-                push_at(&mut ds.write_bps, i, r.write_mb_s * 1e6);
+                push_at(&mut ds.read_bps, i, r.read_bps);
+                push_at(&mut ds.write_bps, i, r.write_bps);
             }
         }
     }
+}
 
+/// NICs at point `i`; every known NIC gets a point (absent from the sample: no traffic).
+fn add_nics(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample) {
+    let secs = f::interval_s(sample);
     for n in &sample.nics {
         let Some(info) = hello.nics.get(n.nic as usize) else {
             continue;
@@ -324,16 +320,10 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             ns.up.push(false);
             ns.speed_bps.push(0.0);
         }
-        let r = rates::nic_rate(hello, sample, n);
+        let r = f::nic(sample, n);
         let per_s = |x: u64| x as f64 / secs;
-        fill(
-            &mut ns.rx_bps,
-            r.as_ref().map_or(f64::NAN, |r| r.rx_mb_s * 1e6),
-        );
-        fill(
-            &mut ns.tx_bps,
-            r.as_ref().map_or(f64::NAN, |r| r.tx_mb_s * 1e6),
-        );
+        fill(&mut ns.rx_bps, r.as_ref().map_or(f64::NAN, |r| r.rx_bps));
+        fill(&mut ns.tx_bps, r.as_ref().map_or(f64::NAN, |r| r.tx_bps));
         fill(
             &mut ns.errors_ps,
             r.as_ref().map_or(f64::NAN, |r| per_s(r.errors)),
@@ -342,8 +332,8 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             &mut ns.drops_ps,
             r.as_ref().map_or(f64::NAN, |r| per_s(r.drops)),
         );
-        ns.speed_bps.push(n.speed_mbit as f64 * 1e6 / 8.0);
-        ns.full_duplex.push(rates::nic_full_duplex(n));
+        ns.speed_bps.push(f::link_bytes_s(n.speed_mbit));
+        ns.full_duplex.push(f::nic_full_duplex(n));
         ns.up.push(n.flags & flags::LINK_UP != 0);
     }
     let n_points = i + 1;
@@ -360,7 +350,11 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
         ns.full_duplex.resize(n_points, true);
         ns.up.resize(n_points, false);
     }
+}
 
+/// Memory, swap and reclaim at the next point.
+fn add_mem(s: &mut HostSeries, sample: &Sample) {
+    let secs = f::interval_s(sample);
     let m = &mut s.mem;
     match &sample.memory {
         Some(mem) => {
@@ -398,13 +392,15 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             }
         }
     }
+}
+
+/// TCP trouble counts at the next point.
+fn add_tcp(s: &mut HostSeries, sample: &Sample) {
     match &sample.tcp {
         Some(t) => {
             s.tcp.retrans.push(t.retrans_segs as f64);
-            s.tcp.resets.push((t.out_rsts + t.estab_resets) as f64);
-            s.tcp
-                .timeouts
-                .push(t.timeouts.unwrap_or(0) as f64 + t.timeout_aborts.unwrap_or(0) as f64);
+            s.tcp.resets.push(f::tcp_resets(t) as f64);
+            s.tcp.timeouts.push(f::tcp_timeouts(t) as f64);
         }
         None => {
             s.tcp.retrans.push(f64::NAN);
@@ -412,21 +408,12 @@ fn add_sample(s: &mut HostSeries, i: usize, hello: &Hello, sample: &Sample, time
             s.tcp.timeouts.push(f64::NAN);
         }
     }
-    for ms in &sample.mounts {
-        if let Some(path) = hello.mounts.get(ms.mount as usize) {
-            let v = s.mounts.entry(path.as_str().to_string()).or_default();
-            if v.len() < i {
-                v.resize(i, f64::NAN);
-            }
-            v.push(ms.used_bytes as f64);
-        }
-    }
 }
 
 /// Smoothing of a host's series before it is judged: consecutive points are merged into
 /// buckets spanning at least this long (and at least [`SMOOTH_MIN_POINTS`] intervals).
-pub const SMOOTH_MIN_SPAN_MS: f64 = 2_000.0;
-pub const SMOOTH_MIN_POINTS: f64 = 5.0;
+pub(crate) const SMOOTH_MIN_SPAN_MS: f64 = 2_000.0;
+pub(crate) const SMOOTH_MIN_POINTS: f64 = 5.0;
 
 /// The series merged into buckets of consecutive points (time-weighted means of rates and
 /// fractions, sums of counts, last of levels), so that the medians the verdict takes are of
@@ -436,7 +423,7 @@ pub const SMOOTH_MIN_POINTS: f64 = 5.0;
 /// (`--scan every:N`) shows its CPU of several intervals in one. Sums over a few seconds see
 /// the true rate. A bucket never spans a hole in the data (more than 3 intervals without a
 /// sample: a gap or an agent restart).
-pub fn smooth(s: &HostSeries) -> HostSeries {
+pub(crate) fn smooth(s: &HostSeries) -> HostSeries {
     let n = s.points.len();
     let ivs: Vec<f64> = s.points.iter().map(|p| p.interval_ms).collect();
     let typical = crate::stats::median(&ivs).unwrap_or(1000.0);
@@ -647,5 +634,6 @@ pub fn smooth(s: &HostSeries) -> HostSeries {
             .map(|(k, v)| (k.clone(), map(v, &last)))
             .collect(),
         agent_cpu: map(&s.agent_cpu, &wmean),
+        undecodable: s.undecodable.clone(),
     }
 }

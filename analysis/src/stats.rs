@@ -6,7 +6,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 }
 
 /// Nearest-rank-interpolated percentile `p` (0..=1) of the finite values.
-pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(values: &[f64], p: f64) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;
@@ -38,7 +38,7 @@ pub fn max(values: &[f64]) -> Option<f64> {
 /// The best time-weighted mean over any window of `span_ms` (the "peak (best 10 s)").
 /// `points` are (end time ms, interval ms, value), in time order. A series shorter than the
 /// span gives its overall mean.
-pub fn best_window(points: &[(u64, f64, f64)], span_ms: f64) -> Option<f64> {
+pub(crate) fn best_window(points: &[(u64, f64, f64)], span_ms: f64) -> Option<f64> {
     let pts: Vec<&(u64, f64, f64)> = points.iter().filter(|p| p.2.is_finite()).collect();
     if pts.is_empty() {
         return None;

@@ -3,17 +3,17 @@
 use std::fmt::Write;
 
 use crate::report::Report;
-use crate::verdict::pct;
+use crate::verdict::{Resource, pct};
 
 /// The verdict in one sentence, as the report's first line says it ("Verdict: the wall is on dst:
 /// one thread of `synoreplicad` at 96% of a core.").
 pub fn verdict_line(r: &Report) -> String {
     let b = &r.bottleneck;
     match b.resource {
-        "none" => "Verdict: no wall found on the observed hosts.".to_string(),
+        Resource::None => "Verdict: no wall found on the observed hosts.".to_string(),
         res => {
             let what = match res {
-                "cpu_thread" => format!(
+                Resource::CpuThread => format!(
                     "{} `{}` at {} of a core",
                     match &b.thread {
                         Some(t) => format!("thread `{t}` of"),
@@ -22,19 +22,19 @@ pub fn verdict_line(r: &Report) -> String {
                     b.process.as_deref().unwrap_or("?"),
                     pct(b.utilization)
                 ),
-                "cpu_all" => format!("all cores at {} busy", pct(b.utilization)),
-                "disk" => format!(
+                Resource::CpuAll => format!("all cores at {} busy", pct(b.utilization)),
+                Resource::Disk => format!(
                     "disk {} at {} util",
                     b.device.as_deref().unwrap_or("?"),
                     pct(b.utilization)
                 ),
-                "nic" => format!(
+                Resource::Nic => format!(
                     "NIC {} at {} of its link",
                     b.device.as_deref().unwrap_or("?"),
                     pct(b.utilization)
                 ),
-                "memory" => "memory: the host is swapping".to_string(),
-                other => other.to_string(),
+                Resource::Memory => "memory: the host is swapping".to_string(),
+                Resource::None => unreachable!("handled above"),
             };
             format!(
                 "Verdict: the wall is on {}: {what}.",
@@ -228,7 +228,7 @@ fn gaps(o: &mut String, r: &Report) {
 }
 
 /// "minute" for the full minute, else "12 s".
-pub fn context_span(window_s: f64) -> String {
+pub(crate) fn context_span(window_s: f64) -> String {
     if window_s >= 59.5 {
         "minute".into()
     } else {

@@ -8,38 +8,38 @@ use crate::series::{HostSeries, NicSeries};
 use crate::stats::{best_window, max, mean, median, percentile};
 
 /// One thread at or above this fraction of a core is a wall.
-pub const THREAD_WALL: f64 = 0.85;
+pub(crate) const THREAD_WALL: f64 = 0.85;
 /// All CPUs together at or above this busy fraction: the box is out of CPU.
-pub const CPU_ALL_WALL: f64 = 0.85;
+pub(crate) const CPU_ALL_WALL: f64 = 0.85;
 /// A disk at or above this busy fraction is a wall.
-pub const DISK_WALL: f64 = 0.85;
+pub(crate) const DISK_WALL: f64 = 0.85;
 /// A NIC at or above this fraction of its line rate is a wall (TCP payload tops out near 94%
 /// of the line rate, so 0.80 of the line is 0.85 of what a flow can get).
-pub const NIC_WALL: f64 = 0.80;
+pub(crate) const NIC_WALL: f64 = 0.80;
 /// A NIC at this share of its line rate or more is full: the flow runs at the link's payload
 /// ceiling, so the link is the wall even when cores or disks are busy too.
-pub const NIC_FULL: f64 = 0.9;
+pub(crate) const NIC_FULL: f64 = 0.9;
 /// Practical share of the line rate a TCP flow can carry (Ethernet + IP + TCP headers).
-pub const NIC_PRACTICAL: f64 = 0.94;
+pub(crate) const NIC_PRACTICAL: f64 = 0.94;
 /// Swapping (pages in + out per second, sustained) that stalls work.
-pub const SWAP_WALL_PAGES_PS: f64 = 256.0;
+pub(crate) const SWAP_WALL_PAGES_PS: f64 = 256.0;
 /// Swapping this hard (pages in + out per second: 4 MiB/s of 4 KiB pages) or with this many
 /// allocation stalls per second is a storm: everything else on the host is its symptom.
-pub const SWAP_STORM_PAGES_PS: f64 = 1024.0;
-pub const STORM_STALLS_PS: f64 = 10.0;
+pub(crate) const SWAP_STORM_PAGES_PS: f64 = 1024.0;
+pub(crate) const STORM_STALLS_PS: f64 = 10.0;
 const MEMORY_STORM_SCORE: f64 = 2.0;
 /// A link negotiated below gigabit is the wall from this share of its speed on (nothing else
 /// explains a flow that fills most of a slow link).
-pub const NIC_SLOW_LINK_WALL: f64 = 0.6;
+pub(crate) const NIC_SLOW_LINK_WALL: f64 = 0.6;
 /// Below this a host carries no transfer (bytes/s).
-pub const FLOW_MIN_BPS: f64 = 1_000_000.0;
+pub(crate) const FLOW_MIN_BPS: f64 = 1_000_000.0;
 /// Two walls of the same kind whose scores differ by less than this are a tie.
-pub const TIE_MARGIN: f64 = 0.05;
+pub(crate) const TIE_MARGIN: f64 = 0.05;
 /// A pegged thread whose process runs on fewer cores than this is the wall even when every
 /// core is busy (the rest of the load is other work; more cores would not speed the thread).
-pub const LONE_THREAD_CORES: f64 = 1.5;
+pub(crate) const LONE_THREAD_CORES: f64 = 1.5;
 /// Span of the peak window.
-pub const PEAK_SPAN_MS: f64 = 10_000.0;
+pub(crate) const PEAK_SPAN_MS: f64 = 10_000.0;
 
 pub const MB: f64 = 1_000_000.0;
 
@@ -65,11 +65,59 @@ pub struct Flow {
     pub grade: Option<String>,
 }
 
+/// The kind of resource a candidate (and the verdict) is about. Serialized as the report's
+/// strings: "cpu_thread", "cpu_all", "disk", "nic", "memory", and "none" for no wall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resource {
+    CpuThread,
+    CpuAll,
+    Disk,
+    Nic,
+    Memory,
+    None,
+}
+
+impl Resource {
+    /// Every resource a wall can be on, in the order the views list them.
+    pub(crate) const WALLS: [Resource; 5] = [
+        Resource::CpuThread,
+        Resource::CpuAll,
+        Resource::Disk,
+        Resource::Nic,
+        Resource::Memory,
+    ];
+
+    /// The report's name of it (the serialized form).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::CpuThread => "cpu_thread",
+            Resource::CpuAll => "cpu_all",
+            Resource::Disk => "disk",
+            Resource::Nic => "nic",
+            Resource::Memory => "memory",
+            Resource::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Resource {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A resource near (or not near) its ceiling on one host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Candidate {
     pub host: String,
-    pub resource: &'static str,
+    pub resource: Resource,
     pub device: Option<String>,
     pub process: Option<String>,
     /// cpu_thread: the thread's name (comm) when it differs from the process's.
@@ -92,7 +140,7 @@ pub struct Candidate {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Bottleneck {
     pub host: Option<String>,
-    pub resource: &'static str,
+    pub resource: Resource,
     pub device: Option<String>,
     pub process: Option<String>,
     /// cpu_thread: the thread's name (comm) when it differs from the process's, else null.
@@ -104,7 +152,7 @@ pub struct Bottleneck {
 }
 
 /// Points of a host inside the active period.
-pub fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
+pub(crate) fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
     (0..s.points.len())
         .filter(|&i| match range {
             Some((a, b)) => {
@@ -116,7 +164,7 @@ pub fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
         .collect()
 }
 
-pub fn pick(v: &[f64], idx: &[usize]) -> Vec<f64> {
+pub(crate) fn pick(v: &[f64], idx: &[usize]) -> Vec<f64> {
     idx.iter().filter_map(|&i| v.get(i).copied()).collect()
 }
 
@@ -126,7 +174,7 @@ fn is_virtual_nic(name: &str) -> bool {
 
 /// Finds the flow: the host and NIC sending most, the host and NIC receiving most, and the
 /// time range when it was active (≥ 25% of its peak).
-pub fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
+pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
     let mut best_tx: Option<(usize, String, f64)> = None;
     let mut best_rx: Option<(usize, String, f64)> = None;
     for (h, s) in hosts.iter().enumerate() {
@@ -221,7 +269,7 @@ pub fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
 }
 
 /// The field's ladder for a single flow on 1 GbE.
-pub fn grade_1gbe(mb_s: f64) -> &'static str {
+pub(crate) fn grade_1gbe(mb_s: f64) -> &'static str {
     if mb_s >= 90.0 {
         "excellent"
     } else if mb_s >= 70.0 {
@@ -266,7 +314,7 @@ fn headroom(util: f64) -> String {
 }
 
 /// Util fraction of a NIC over the active points (NaN when the speed is unknown).
-pub fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
+pub(crate) fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
     median(&pick(&n.util(), idx)).unwrap_or(f64::NAN)
 }
 
@@ -297,7 +345,7 @@ fn busiest_processes(s: &HostSeries, idx: &[usize]) -> String {
 }
 
 /// All candidates of one host over the active points.
-pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
+pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let mut out = Vec::new();
     let h = &s.name;
     let busy = median(&pick(&s.cpu_busy, idx)).unwrap_or(0.0);
@@ -324,7 +372,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         };
         out.push(Candidate {
             host: h.clone(),
-            resource: "cpu_thread",
+            resource: Resource::CpuThread,
             device: None,
             process: Some(k.process.clone()),
             thread: (k.thread != k.process).then(|| k.thread.clone()),
@@ -360,7 +408,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let core_min = per_core.iter().copied().fold(f64::INFINITY, f64::min);
     out.push(Candidate {
         host: h.clone(),
-        resource: "cpu_all",
+        resource: Resource::CpuAll,
         device: None,
         process: None,
         thread: None,
@@ -417,7 +465,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         };
         out.push(Candidate {
             host: h.clone(),
-            resource: "disk",
+            resource: Resource::Disk,
             device: Some(name.clone()),
             process: None,
         thread: None,
@@ -473,7 +521,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         };
         out.push(Candidate {
             host: h.clone(),
-            resource: "nic",
+            resource: Resource::Nic,
             device: Some(name.clone()),
             process: None,
             thread: None,
@@ -517,7 +565,7 @@ pub fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     let storm = swap_ps >= SWAP_STORM_PAGES_PS || (stalls >= STORM_STALLS_PS && swap_ps > 0.0);
     out.push(Candidate {
         host: h.clone(),
-        resource: "memory",
+        resource: Resource::Memory,
         device: None,
         process: None,
         thread: None,
@@ -557,29 +605,31 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
     // competes with the other walls on its score.
     let memory_wall = all
         .iter()
-        .filter(|c| c.resource == "memory" && c.wall && c.score >= MEMORY_STORM_SCORE)
+        .filter(|c| c.resource == Resource::Memory && c.wall && c.score >= MEMORY_STORM_SCORE)
         .max_by(|a, b| a.score.total_cmp(&b.score));
     let walls: Vec<&Candidate> = all
         .iter()
         .filter(|c| c.wall)
         .filter(|c| {
             // With every core busy, one busy thread of parallel work is not the single wall.
-            !(c.resource == "cpu_thread"
+            !(c.resource == Resource::CpuThread
                 && !c.lone
                 && all
                     .iter()
-                    .any(|o| o.host == c.host && o.resource == "cpu_all" && o.wall))
+                    .any(|o| o.host == c.host && o.resource == Resource::CpuAll && o.wall))
         })
         .collect();
     // A pegged thread that is its process's whole work binds the flow at that thread's speed:
     // cores busy with other work (on its host or the other) rank after it.
-    let lone_thread = walls.iter().any(|c| c.resource == "cpu_thread" && c.lone);
+    let lone_thread = walls
+        .iter()
+        .any(|c| c.resource == Resource::CpuThread && c.lone);
     // A link carrying the flow at its full payload rate binds it whatever else is busy: the
     // flow cannot go faster than the link (cores or disks busy meanwhile are not what stops it).
     let rank = |c: &Candidate| {
-        if c.resource == "cpu_all" && lone_thread {
+        if c.resource == Resource::CpuAll && lone_thread {
             c.score - 1.0
-        } else if c.resource == "nic" && c.utilization >= NIC_FULL {
+        } else if c.resource == Resource::Nic && c.utilization >= NIC_FULL {
             c.score + 1.0
         } else {
             c.score
@@ -614,7 +664,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             .as_ref()
             .filter(|_| c.wall && walls.iter().any(|w| std::ptr::eq(*w, c)))
         {
-            if w.resource == "memory" && w.host == c.host {
+            if w.resource == Resource::Memory && w.host == c.host {
                 also.push(format!("{} — likely a symptom of the swapping", c.sentence));
             } else {
                 also.push(format!(
@@ -622,7 +672,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
                     c.sentence
                 ));
             }
-        } else if c.resource != "cpu_thread" || c.utilization > 0.05 {
+        } else if c.resource != Resource::CpuThread || c.utilization > 0.05 {
             let hr = headroom(c.utilization);
             ruled_out.push(format!("{} — {hr}", c.sentence));
         }
@@ -659,7 +709,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             evidence.insert(0, outside.to_string());
             Bottleneck {
                 host: None,
-                resource: "none",
+                resource: Resource::None,
                 device: None,
                 process: None,
                 thread: None,
@@ -691,12 +741,12 @@ fn flow_sentence(f: &Flow) -> String {
 }
 
 fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
-    let on = |r: &str| all.iter().find(|c| c.host == w.host && c.resource == r);
+    let on = |r: Resource| all.iter().find(|c| c.host == w.host && c.resource == r);
     let mut v = Vec::new();
     match w.resource {
-        "cpu_thread" => {
+        Resource::CpuThread => {
             v.push("link aggregation or a faster network: one TCP flow rides one link and the thread cannot go faster".to_string());
-            if let Some(d) = on("disk") {
+            if let Some(d) = on(Resource::Disk) {
                 v.push(format!(
                     "faster disks: they are at {} util",
                     pct(d.utilization)
@@ -713,24 +763,24 @@ fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
                 v.push("what would: splitting the transfer into parallel streams, or a lighter mode of the tool".to_string());
             }
         }
-        "cpu_all" => {
+        Resource::CpuAll => {
             v.push("a faster network or disks: every core is busy".to_string());
             v.push("what would: fewer or lighter jobs at once (compression level, parallel tasks), or a faster CPU".to_string());
         }
-        "disk" => {
+        Resource::Disk => {
             v.push(
                 "a faster network, link aggregation or more CPU: the disks are the wall"
                     .to_string(),
             );
         }
-        "nic" => {
+        Resource::Nic => {
             v.push("faster disks or CPU: the link is full".to_string());
             v.push("link aggregation for a single flow: one TCP flow rides one link".to_string());
         }
-        "memory" => {
+        Resource::Memory => {
             v.push("a faster network: the host is swapping; free memory (stop memory hogs, add RAM) first".to_string());
         }
-        _ => {}
+        Resource::None => {}
     }
     v
 }

@@ -9,7 +9,7 @@ mod html_scenario;
 
 use std::collections::BTreeMap;
 
-use nasprobe_analysis::{HostData, Options, build, html};
+use nasprobe_analysis::{HostData, Options, analyze, html};
 
 // --- a tiny XML parser: enough to prove well-formedness and to walk the document ------------
 
@@ -256,8 +256,8 @@ fn parse(doc: &str) -> Result<El, String> {
 const RESOURCES: [&str; 5] = ["throughput", "cpu", "disk", "memory", "bottleneck"];
 
 fn render(hosts: &[HostData]) -> (String, nasprobe_analysis::Report) {
-    let r = build(hosts, &Options::default());
-    (html::render(hosts, &r), r)
+    let a = analyze(hosts, &Options::default());
+    (html::render(hosts, &a), a.report)
 }
 
 fn charts(doc: &El) -> Vec<&El> {

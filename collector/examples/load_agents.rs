@@ -22,20 +22,15 @@
 use std::io::{BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use nasprobe::store::{Item, Store};
 use nasprobe::testing::{exit_event, nas_hello, nas_sample};
-use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
 use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_frame};
+use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
 use nasprobe_proto::*;
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use nasprobe_proto::time::now_ms;
 
 fn arg<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> T {
     args.iter()
@@ -153,29 +148,27 @@ impl Agent {
         let mut agent_nonce = [0u8; 32];
         agent_nonce[..8].copy_from_slice(&self.instance_id.to_le_bytes());
         agent_nonce[8..16].copy_from_slice(&now_ms().to_le_bytes());
-        send(
-            &mut c,
-            &mut buf,
-            &Message::Challenge(Challenge { agent_nonce }),
-        )?;
-        let Message::Auth(a) = recv(&mut c)? else {
-            return Ok(());
-        };
-        if !proofs_equal(&a.mac, &client_proof(token, &agent_nonce, &a.client_nonce)) {
-            let mut reason = heapless::String::new();
-            let _ = reason.push_str("authentication failed");
-            return send(&mut c, &mut buf, &Message::Refused(Refused { reason }));
-        }
-        let mac = agent_proof(token, &agent_nonce, &a.client_nonce);
-        send(&mut c, &mut buf, &Message::AuthOk(AuthOk { mac }))?;
-        let newest = self.newest();
-        let mut hello = nas_hello(self.instance_id, self.started_ms, self.interval_ms);
-        hello.now_ms = now_ms();
-        hello.oldest_seq = if newest > 0 { 1 } else { 0 };
-        hello.newest_seq = newest;
-        send(&mut c, &mut buf, &Message::Hello(hello))?;
-        let Message::Resume(r) = recv(&mut c)? else {
-            return Ok(());
+        let mut hs = AgentHandshake::new(agent_nonce);
+        send(&mut c, &mut buf, &hs.challenge())?;
+        let r = loop {
+            match hs.on_message(token, &recv(&mut c)?) {
+                Ok(AgentAction::SendAuthOk(ok)) => {
+                    send(&mut c, &mut buf, &Message::AuthOk(ok))?;
+                    let newest = self.newest();
+                    let mut hello = nas_hello(self.instance_id, self.started_ms, self.interval_ms);
+                    hello.now_ms = now_ms();
+                    hello.oldest_seq = if newest > 0 { 1 } else { 0 };
+                    hello.newest_seq = newest;
+                    send(&mut c, &mut buf, &Message::Hello(hello))?;
+                }
+                Ok(AgentAction::Resume(r)) => break r,
+                Ok(AgentAction::Nothing) => {}
+                Err(e) => {
+                    let mut reason = heapless::String::new();
+                    let _ = reason.push_str(&e.to_string());
+                    return send(&mut c, &mut buf, &Message::Refused(Refused { reason }));
+                }
+            }
         };
         let mut next = if r.instance_id == self.instance_id {
             r.after_seq + 1

@@ -28,6 +28,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Common {
+    /// The global flags resolved into what every command runs with (defaults filled in).
+    pub fn context(&self) -> crate::context::Context {
+        crate::context::Context {
+            db: self.db.clone().unwrap_or_else(crate::store::default_path),
+            token_file: self
+                .token_file
+                .clone()
+                .unwrap_or_else(crate::default_token_file),
+            hosts_file: self
+                .hosts_file
+                .clone()
+                .unwrap_or_else(crate::hosts::HostList::default_path),
+            retention: self.retention,
+        }
+    }
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct Common {
     /// SQLite database [default: $XDG_DATA_HOME/nasprobe/nasprobe.db]
@@ -188,7 +206,7 @@ pub enum HostsCommand {
 /// Parses sizes such as `11T`, `500G`, `1.5TiB`, `800GB`, `2e12` or a bare byte count. The
 /// units K, M, G, T, P (optionally followed by `B`) are decimal powers of 1000 — as disk makers
 /// and `df -H` count; KiB, MiB, GiB, TiB, PiB are powers of 1024. Case-insensitive.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '_'))

@@ -7,19 +7,19 @@
 use std::path::Path;
 use std::time::Duration;
 
-use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN, decode_body, peek_len};
+use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN, decode_body, peek_len, split_record};
+use nasprobe_proto::handshake::{ClientAction, ClientHandshake, HandshakeError};
 use nasprobe_proto::{
-    Auth, FrameError, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, Resume,
+    FrameError, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, Resume,
 };
 use smol::future::FutureExt as _;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::net::TcpStream;
 
 /// Time allowed for TCP connect.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time allowed for the whole handshake (the agent's deadline is 5 s too).
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -85,7 +85,7 @@ pub enum ClientError {
 impl ClientError {
     /// True when the agent sent something invalid (undecodable frame, protocol violation,
     /// another protocol version, a wrong proof): the host is marked bad.
-    pub fn is_bad_agent(&self) -> bool {
+    pub(crate) fn is_bad_agent(&self) -> bool {
         matches!(
             self,
             ClientError::Frame { .. }
@@ -111,7 +111,7 @@ impl ClientError {
 
 /// Reads a token file the way the agent does: its bytes with surrounding ASCII whitespace
 /// trimmed (the agent writes 64 hex characters and a newline).
-pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context;
     let raw = std::fs::read(path)
         .with_context(|| format!("cannot read token file {}", path.display()))?;
@@ -121,24 +121,10 @@ pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// 32 random bytes from the OS.
-pub fn random_nonce() -> [u8; 32] {
+pub(crate) fn random_nonce() -> [u8; 32] {
     let mut n = [0u8; 32];
     getrandom::fill(&mut n).expect("the OS random source failed");
     n
-}
-
-fn msg_name(m: &Message) -> &'static str {
-    match m {
-        Message::Challenge(_) => "Challenge",
-        Message::Auth(_) => "Auth",
-        Message::AuthOk(_) => "AuthOk",
-        Message::Hello(_) => "Hello",
-        Message::Resume(_) => "Resume",
-        Message::Gone(_) => "Gone",
-        Message::Record(_) => "Record",
-        Message::KeepAlive(_) => "KeepAlive",
-        Message::Refused(_) => "Refused",
-    }
 }
 
 /// What the stream brings after `Resume`.
@@ -210,7 +196,10 @@ impl Session {
             buf: Vec::with_capacity(MAX_FRAME_LEN + LEN_PREFIX),
             start: 0,
             read_timeout: HANDSHAKE_TIMEOUT,
-            hello: empty_hello(),
+            hello: Hello {
+                interval_ms: 1000,
+                ..Hello::default()
+            },
             expected_seq: 0,
         };
         let h = host.to_string();
@@ -224,54 +213,36 @@ impl Session {
         Ok(s)
     }
 
+    /// Drives the protocol's handshake machine until the agent's Hello.
     async fn handshake(&mut self, token: &[u8]) -> Result<(), ClientError> {
-        let challenge = match self.read_msg().await? {
-            Message::Challenge(c) => c,
-            Message::Refused(r) => {
-                return Err(ClientError::Refused {
-                    host: self.host.clone(),
-                    reason: r.reason.to_string(),
-                });
-            }
-            other => return Err(self.unexpected("Challenge", &other)),
-        };
-        let client_nonce = random_nonce();
-        let mac = client_proof(token, &challenge.agent_nonce, &client_nonce);
-        self.send(&Message::Auth(Auth { client_nonce, mac }))
-            .await?;
-        match self.read_msg().await? {
-            Message::AuthOk(ok) => {
-                let want = agent_proof(token, &challenge.agent_nonce, &client_nonce);
-                if !proofs_equal(&ok.mac, &want) {
-                    return Err(ClientError::BadAgentProof {
-                        host: self.host.clone(),
+        let mut hs = ClientHandshake::new(random_nonce());
+        loop {
+            let msg = self.read_msg().await?;
+            let awaiting = hs.awaiting();
+            match hs.on_message(token, msg) {
+                Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)).await?,
+                Ok(ClientAction::Wait) => {}
+                Ok(ClientAction::Hello(h)) => {
+                    self.hello = h;
+                    return Ok(());
+                }
+                Err(e) => {
+                    let host = self.host.clone();
+                    return Err(match e {
+                        HandshakeError::Unexpected { got, .. } => ClientError::Unexpected {
+                            host,
+                            expected: awaiting,
+                            got,
+                        },
+                        HandshakeError::BadProof => ClientError::BadAgentProof { host },
+                        HandshakeError::Refused(reason) => ClientError::Refused {
+                            host,
+                            reason: reason.to_string(),
+                        },
+                        HandshakeError::Version(version) => ClientError::Version { host, version },
                     });
                 }
             }
-            Message::Refused(r) => {
-                return Err(ClientError::Refused {
-                    host: self.host.clone(),
-                    reason: r.reason.to_string(),
-                });
-            }
-            other => return Err(self.unexpected("AuthOk", &other)),
-        }
-        match self.read_msg().await? {
-            Message::Hello(h) => {
-                if h.protocol_version != PROTOCOL_VERSION {
-                    return Err(ClientError::Version {
-                        host: self.host.clone(),
-                        version: h.protocol_version,
-                    });
-                }
-                self.hello = h;
-                Ok(())
-            }
-            Message::Refused(r) => Err(ClientError::Refused {
-                host: self.host.clone(),
-                reason: r.reason.to_string(),
-            }),
-            other => Err(self.unexpected("Hello", &other)),
         }
     }
 
@@ -339,7 +310,7 @@ impl Session {
         ClientError::Unexpected {
             host: self.host.clone(),
             expected,
-            got: msg_name(got),
+            got: got.name(),
         }
     }
 
@@ -380,11 +351,11 @@ impl Session {
                     let body = &avail[LEN_PREFIX..total];
                     let msg = decode_body(body).map_err(ferr)?;
                     let raw = match &msg {
-                        Message::Record(_) => record_body_bytes(&body[1..])
-                            .map(<[u8]>::to_vec)
-                            .ok_or(ClientError::Frame {
+                        Message::Record(_) => split_record(&body[1..])
+                            .map(|p| p.body.to_vec())
+                            .map_err(|source| ClientError::Frame {
                                 host: self.host.clone(),
-                                source: FrameError::Malformed,
+                                source,
                             })?,
                         _ => Vec::new(),
                     };
@@ -426,76 +397,5 @@ impl Session {
                 });
             }
         }
-    }
-}
-
-/// Reads a postcard varint; returns (value, bytes used).
-fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
-/// Given the postcard bytes of a `Message::Record` (after the version byte), returns the bytes
-/// of the record's `Sample`/`Event` (skips the message tag, seq, time_ms and body tag).
-pub fn record_body_bytes(m: &[u8]) -> Option<&[u8]> {
-    let mut at = 0;
-    for _ in 0..4 {
-        let (_, n) = varint(&m[at..])?;
-        at += n;
-    }
-    Some(&m[at..])
-}
-
-fn empty_hello() -> Hello {
-    Hello {
-        protocol_version: PROTOCOL_VERSION,
-        agent_version: Default::default(),
-        instance_id: 0,
-        started_ms: 0,
-        now_ms: 0,
-        host_name: Default::default(),
-        kernel_release: Default::default(),
-        arch: Default::default(),
-        cpu_count: 0,
-        clock_ticks_per_sec: 100,
-        page_size: 4096,
-        boot_id: Default::default(),
-        interval_ms: 1000,
-        oldest_seq: 0,
-        newest_seq: 0,
-        disks: Default::default(),
-        md_arrays: Default::default(),
-        nics: Default::default(),
-        mounts: Default::default(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use nasprobe_proto::{Event, RecordBody};
-
-    #[test]
-    fn record_body_slice_matches_postcard() {
-        let body = RecordBody::Event(Event::DeviceAdded(nasprobe_proto::DeviceAdded::Nic(
-            "eth9".try_into().unwrap(),
-        )));
-        let m = Message::Record(Record {
-            seq: 300,
-            time_ms: 1_700_000_000_000,
-            body: body.clone(),
-        });
-        let full = postcard::to_allocvec(&m).unwrap();
-        let ev = match &body {
-            RecordBody::Event(e) => postcard::to_allocvec(e).unwrap(),
-            _ => unreachable!(),
-        };
-        assert_eq!(record_body_bytes(&full).unwrap(), &ev[..]);
     }
 }

@@ -24,16 +24,16 @@ use crate::hosts::HostSpec;
 use crate::store::{Item, Registration, Store, StoreError};
 
 /// Records per transaction at most.
-pub const BATCH_MAX: usize = 500;
+pub(crate) const BATCH_MAX: usize = 500;
 /// A batch is written at the latest this long after its first record.
-pub const BATCH_WAIT: Duration = Duration::from_millis(200);
+pub(crate) const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// Channel capacity between agent tasks and the store task.
-pub const CHANNEL_CAP: usize = 4096;
+pub(crate) const CHANNEL_CAP: usize = 4096;
 /// Reconnect backoff: first wait and cap.
-pub const BACKOFF_MIN: Duration = Duration::from_millis(500);
-pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(500);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// Events kept per host for views.
-pub const RECENT_EVENTS: usize = 8;
+pub(crate) const RECENT_EVENTS: usize = 8;
 
 /// Connection state of one host, for views.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,17 +127,11 @@ pub enum StoreMsg {
     Item(Item),
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use nasprobe_proto::time::now_ms;
 
 /// Capped exponential backoff with ±25% jitter.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
 }
 
@@ -153,7 +147,7 @@ impl Backoff {
     }
 
     /// The wait before the next attempt; doubles the one after, up to the cap.
-    pub fn next_wait(&mut self) -> Duration {
+    pub(crate) fn next_wait(&mut self) -> Duration {
         let base = self.next;
         self.next = (self.next * 2).min(BACKOFF_MAX);
         let mut r = [0u8; 2];
@@ -500,11 +494,11 @@ impl Collector {
     }
 
     /// Asks the collection to stop (agents are disconnected, what was received is committed).
-    pub fn request_stop(&self) {
+    pub(crate) fn request_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 

@@ -57,7 +57,7 @@ fn parse_port(p: &str, arg: &str) -> Result<u16, HostArgError> {
 }
 
 /// Normalizes `ADDR[:PORT]` into `host:port` (default port 7451).
-pub fn parse_addr(s: &str) -> Result<String, HostArgError> {
+pub(crate) fn parse_addr(s: &str) -> Result<String, HostArgError> {
     let s = s.trim();
     if s.is_empty() {
         return Err(HostArgError::NoAddress(s.to_string()));
@@ -169,7 +169,7 @@ pub enum HostListError {
 
 impl HostList {
     /// The default location: `$XDG_CONFIG_HOME/nasprobe/hosts` (or the platform's config dir).
-    pub fn default_path() -> PathBuf {
+    pub(crate) fn default_path() -> PathBuf {
         dirs::config_dir()
             .unwrap_or_else(|| PathBuf::from("."))
             .join("nasprobe")

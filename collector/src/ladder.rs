@@ -6,14 +6,13 @@
 use std::fs::File;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::{Context as _, bail};
 use serde::Serialize;
 
-use crate::cli::Common;
 use crate::conn::Collector;
+use crate::context::Context;
 
 /// The block every write and read moves: the size the field measured with (`dd bs=1M`).
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -270,7 +269,7 @@ impl Drop for Workdir {
 }
 
 fn interrupted() -> bool {
-    crate::record::STOP.load(Ordering::SeqCst)
+    crate::signals::stop_requested()
 }
 
 fn write_file(
@@ -353,7 +352,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 }
 
 /// Runs the ladder (and records the named agents meanwhile).
-pub fn run(c: &Common, a: &LadderArgs) -> anyhow::Result<()> {
+pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         a.dir.is_dir(),
         "{} is not a folder (mount the share and name a folder on it)",
@@ -382,13 +381,13 @@ pub fn run(c: &Common, a: &LadderArgs) -> anyhow::Result<()> {
             .join(format!("nasprobe-ladder-{}", std::process::id())),
     );
     std::fs::create_dir(&work.0).with_context(|| format!("cannot create {}", work.0.display()))?;
-    crate::record::install_signal_handlers();
+    crate::signals::install();
 
     let collector = if a.agents.is_empty() {
         None
     } else {
-        let targets = crate::targets(c, &a.agents, false)?;
-        let store = crate::open_store(&crate::db_path(c))?;
+        let targets = c.targets(&a.agents, false)?;
+        let store = c.open_store()?;
         Some(Collector::start(store, targets, Some(c.retention)))
     };
 
@@ -463,7 +462,9 @@ pub fn run(c: &Common, a: &LadderArgs) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(2500));
         let store = col.finish()?;
         for s in &mut steps {
-            let (_, r) = crate::report::load_between(&store, Some(s.from_ms), Some(s.to_ms), None)?;
+            let r = crate::report::load_between(&store, Some(s.from_ms), Some(s.to_ms), None)?
+                .1
+                .report;
             if link.is_none() {
                 link = r.flow.as_ref().map(|f| f.link_mbit).filter(|&l| l > 0);
             }

@@ -76,7 +76,7 @@ impl Banner {
 
 /// The verdict over the last [`WINDOW`] of the store at `db`, or None while nothing is stored.
 pub fn compute(store: &Store) -> anyhow::Result<Option<Banner>> {
-    let (hosts, report) = crate::report::load(store, Some(WINDOW), None)?;
+    let (hosts, analysis) = crate::report::load(store, Some(WINDOW), None)?;
     let now = crate::conn::now_ms();
     let first = hosts
         .iter()
@@ -86,7 +86,7 @@ pub fn compute(store: &Store) -> anyhow::Result<Option<Banner>> {
         return Ok(None);
     };
     let seconds = now.saturating_sub(first) / 1000;
-    Ok(Some(Banner::from_report(&report, seconds)))
+    Ok(Some(Banner::from_report(&analysis.report, seconds)))
 }
 
 /// The thread that keeps the latest banner; stops when dropped.

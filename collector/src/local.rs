@@ -38,7 +38,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Finds the agent binary (see the module doc for where it looks).
-pub fn find_agent() -> anyhow::Result<PathBuf> {
+pub(crate) fn find_agent() -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os("NASPROBE_AGENT") {
         let p = PathBuf::from(p);
         anyhow::ensure!(p.is_file(), "NASPROBE_AGENT={} is not a file", p.display());

@@ -33,7 +33,7 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let c = &cli.common;
+    let c = &cli.common.context();
     match cli.command {
         Command::Record {
             duration,
@@ -103,7 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             },
         ),
         Command::Hosts { command } => {
-            let (path, mut list) = nasprobe::host_list(c)?;
+            let (path, mut list) = (&c.hosts_file, c.host_list()?);
             match command {
                 HostsCommand::Add {
                     name,
@@ -116,7 +116,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     out.line(&spec.to_string())?;
                     out.finish()?;
                     list.upsert(spec);
-                    list.save(&path)?;
+                    list.save(path)?;
                 }
                 HostsCommand::List => {
                     let mut out = nasprobe::output::stdout();
@@ -127,7 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 HostsCommand::Remove { name } => {
                     anyhow::ensure!(list.remove(&name), "no host {name:?} in {}", path.display());
-                    list.save(&path)?;
+                    list.save(path)?;
                 }
             }
             Ok(())

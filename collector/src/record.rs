@@ -2,39 +2,18 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cli::Common;
 use crate::conn::Collector;
-
-/// Set by SIGINT/SIGTERM.
-pub static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-#[cfg(unix)]
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// Installs SIGINT/SIGTERM handlers that set [`STOP`] (a second signal ends the process).
-pub fn install_signal_handlers() {
-    #[cfg(unix)]
-    unsafe {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
+use crate::context::Context;
 
 pub fn run(
-    c: &Common,
+    c: &Context,
     duration: Option<Duration>,
     export_vm: Option<&str>,
     hosts: &[String],
 ) -> anyhow::Result<()> {
-    let targets = crate::targets(c, hosts, false)?;
-    let db = crate::db_path(c);
-    let store = crate::open_store(&db)?;
+    let targets = c.targets(hosts, false)?;
+    let db = c.db.clone();
+    let store = c.open_store()?;
     // The exporter reads the store through its own connection and pushes what is committed.
     let exporter = match export_vm {
         Some(url) => {
@@ -49,7 +28,7 @@ pub fn run(
         }
         None => None,
     };
-    install_signal_handlers();
+    crate::signals::install();
     let names: Vec<_> = targets.iter().map(|t| t.spec.name.clone()).collect();
     log::info!("recording {} into {}", names.join(", "), db.display());
     eprintln!(
@@ -60,7 +39,7 @@ pub fn run(
     );
     let col = Collector::start(store, targets, Some(c.retention));
     let start = Instant::now();
-    while !STOP.load(std::sync::atomic::Ordering::SeqCst)
+    while !crate::signals::stop_requested()
         && duration.is_none_or(|d| start.elapsed() < d)
         && !col.is_finished()
     {

@@ -2,20 +2,20 @@
 //! hand it to the analysis crate (`nasprobe_analysis`: rates, verdict, events, patterns, gaps)
 //! and print what it built — one JSON object, the text rendering, or an HTML file.
 //!
-//! Nothing here computes a figure: the collector only converts the store's rows into the
-//! analysis's input ([`host_data`]).
+//! Nothing here computes a figure: the store hands over the analysis's own input
+//! ([`HostData`]) and the analysis builds everything once ([`Analysis`]).
 
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
-use nasprobe_analysis::{GapInfo, HostData, Instance, Options, Report, TimedEvent, TimedSample};
+use anyhow::Context as _;
+use nasprobe_analysis::{Analysis, HostData, Options};
 use serde_json::json;
 
-use crate::cli::Common;
 use crate::conn::now_ms;
+use crate::context::Context;
 use crate::output;
-use crate::store::{HostWindow, Store, StoredSample};
+use crate::store::Store;
 
 /// What `nasprobe report` was asked for.
 #[derive(Debug, Clone, Default)]
@@ -24,64 +24,6 @@ pub struct ReportArgs {
     pub json: bool,
     pub expect_bytes: Option<u64>,
     pub html: Option<std::path::PathBuf>,
-}
-
-/// The interval length of a stored sample without decoding the whole body: `interval_us` is the
-/// first field of `Sample`, so the body starts with its postcard varint. Falls back to a full
-/// decode when that reading fails.
-fn interval_us(s: &StoredSample) -> u32 {
-    match postcard::take_from_bytes::<u32>(&s.body) {
-        Ok((v, _)) => v,
-        Err(_) => s.decode().interval_us,
-    }
-}
-
-/// Converts one host's window as stored into the analysis's input: instance rows become indices
-/// (the store already indexes `HostWindow::instances`), samples stay encoded, gaps carry their
-/// sample counts.
-pub fn host_data(w: HostWindow) -> HostData {
-    HostData {
-        name: w.host,
-        instances: w
-            .instances
-            .into_iter()
-            .map(|i| Instance {
-                id: i.instance_id,
-                hello: i.hello,
-            })
-            .collect(),
-        samples: w
-            .samples
-            .into_iter()
-            .map(|s| TimedSample {
-                time_ms: s.time_ms,
-                instance: s.instance,
-                seq: s.seq,
-                interval_us: interval_us(&s),
-                body: s.body,
-            })
-            .collect(),
-        events: w
-            .events
-            .into_iter()
-            .map(|e| TimedEvent {
-                time_ms: e.time_ms,
-                instance: e.instance,
-                seq: e.seq,
-                event: e.event,
-            })
-            .collect(),
-        gaps: w
-            .gaps
-            .into_iter()
-            .map(|g| GapInfo {
-                from_ms: g.from_ms,
-                to_ms: g.to_ms,
-                samples: Some(g.samples),
-                reason: g.reason,
-            })
-            .collect(),
-    }
 }
 
 /// The window `[from, to]` of `--since DUR` (None: everything stored).
@@ -95,22 +37,21 @@ fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
     }
 }
 
-fn open(c: &Common) -> anyhow::Result<Store> {
-    let db = crate::db_path(c);
+fn open(c: &Context) -> anyhow::Result<Store> {
     anyhow::ensure!(
-        db.exists(),
+        c.db.exists(),
         "no database at {} (record something first: nasprobe record HOST)",
-        db.display()
+        c.db.display()
     );
-    Ok(Store::open(&db)?)
+    c.open_store()
 }
 
-/// Loads the window and builds the report (the hosts' data is returned for the HTML view).
+/// Loads the window and analyzes it once (the hosts' data is returned for the HTML view).
 pub fn load(
     store: &Store,
     since: Option<Duration>,
     expect_bytes: Option<u64>,
-) -> anyhow::Result<(Vec<HostData>, Report)> {
+) -> anyhow::Result<(Vec<HostData>, Analysis)> {
     let (from, to) = window(since);
     load_between(store, from, to, expect_bytes)
 }
@@ -121,18 +62,14 @@ pub fn load_between(
     mut from: Option<u64>,
     mut to: Option<u64>,
     expect_bytes: Option<u64>,
-) -> anyhow::Result<(Vec<HostData>, Report)> {
-    let hosts: Vec<HostData> = store
-        .load_window(from, to)?
-        .into_iter()
-        .map(host_data)
-        .collect();
+) -> anyhow::Result<(Vec<HostData>, Analysis)> {
+    let hosts: Vec<HostData> = store.load_window(from, to)?;
     if hosts.is_empty() && from.is_none() {
         // Nothing stored: an empty window ending now rather than at the epoch.
         let now = now_ms();
         (from, to) = (Some(now), Some(now));
     }
-    let report = nasprobe_analysis::build(
+    let analysis = nasprobe_analysis::analyze(
         &hosts,
         &Options {
             from_ms: from,
@@ -140,27 +77,28 @@ pub fn load_between(
             expect_bytes,
         },
     );
-    Ok((hosts, report))
+    Ok((hosts, analysis))
 }
 
-fn write_html(path: &Path, hosts: &[HostData], report: &Report) -> anyhow::Result<()> {
-    let html = nasprobe_analysis::html::render(hosts, report);
+fn write_html(path: &Path, hosts: &[HostData], analysis: &Analysis) -> anyhow::Result<()> {
+    let html = nasprobe_analysis::html::render(hosts, analysis);
     std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
 }
 
 /// `nasprobe report`: the verdict paragraph and per-host table, or one JSON object (`--json`);
 /// `--html FILE` writes the self-contained HTML report instead and prints one line naming it
 /// (with `--json` as well: the JSON too).
-pub fn run(c: &Common, a: &ReportArgs) -> anyhow::Result<()> {
+pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
     let store = open(c)?;
-    let (hosts, report) = load(&store, a.since, a.expect_bytes)?;
+    let (hosts, analysis) = load(&store, a.since, a.expect_bytes)?;
+    let report = &analysis.report;
     let mut out = output::stdout();
     if let Some(path) = &a.html {
-        write_html(path, &hosts, &report)?;
+        write_html(path, &hosts, &analysis)?;
         let wrote = format!(
             "wrote {} ({})",
             path.display(),
-            nasprobe_analysis::text::verdict_line(&report)
+            nasprobe_analysis::text::verdict_line(report)
         );
         if a.json {
             // stdout stays one JSON object.
@@ -171,12 +109,12 @@ pub fn run(c: &Common, a: &ReportArgs) -> anyhow::Result<()> {
         }
     }
     if a.json {
-        out.line(&serde_json::to_string_pretty(&report)?)?;
+        out.line(&serde_json::to_string_pretty(report)?)?;
     } else if a.html.is_none() {
         if hosts.is_empty() {
             out.line(&format!("nothing stored in {}", store.path().display()))?;
         } else {
-            out.text(&nasprobe_analysis::text::render(&report))?;
+            out.text(&nasprobe_analysis::text::render(report))?;
         }
     }
     out.finish()?;
@@ -185,9 +123,9 @@ pub fn run(c: &Common, a: &ReportArgs) -> anyhow::Result<()> {
 
 /// `nasprobe events`: the events of the window, then the restart patterns with the context of
 /// each death (text), or `{window, events, patterns, gaps}` as one JSON object.
-pub fn events(c: &Common, since: Option<Duration>, json_out: bool) -> anyhow::Result<()> {
+pub fn events(c: &Context, since: Option<Duration>, json_out: bool) -> anyhow::Result<()> {
     let store = open(c)?;
-    let (_, r) = load(&store, since, None)?;
+    let r = load(&store, since, None)?.1.report;
     if json_out {
         let out = json!({
             "window": r.window,
@@ -204,10 +142,10 @@ pub fn events(c: &Common, since: Option<Duration>, json_out: bool) -> anyhow::Re
     Ok(o.finish()?)
 }
 
-pub fn check(c: &Common) -> anyhow::Result<()> {
-    let db = crate::db_path(c);
+pub fn check(c: &Context) -> anyhow::Result<()> {
+    let db = &c.db;
     anyhow::ensure!(db.exists(), "no database at {}", db.display());
-    let store = Store::open(&db)?;
+    let store = c.open_store()?;
     let integrity = store.integrity_check()?;
     let mut out = output::stdout();
     out.line(&format!("integrity {integrity}"))?;
@@ -233,25 +171,4 @@ pub fn check(c: &Common) -> anyhow::Result<()> {
     out.finish()?;
     anyhow::ensure!(!bad, "database {} failed the check", db.display());
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interval_from_the_body_prefix() {
-        for iv in [0u32, 1, 127, 128, 200_000, 1_000_000, u32::MAX] {
-            let mut s = crate::testing::nas_sample(3);
-            s.interval_us = iv;
-            let body = postcard::to_allocvec(&s).unwrap();
-            let st = StoredSample {
-                instance: 0,
-                seq: 1,
-                time_ms: 5,
-                body,
-            };
-            assert_eq!(interval_us(&st), iv);
-        }
-    }
 }

@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use nasprobe_proto::{Event, Hello, Sample};
+use nasprobe_analysis::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
+use nasprobe_proto::{Event, Hello};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::model;
@@ -24,7 +25,7 @@ pub const REASON_RESTART: &str = "agent restarted";
 /// Reason of a gap announced by the agent with `Gone` (its ring overwrote the range).
 pub const REASON_RING: &str = "ring overwrote";
 /// Reason prefix of a record the collector refused to store (implausible values, see `validate`).
-pub const REASON_REJECTED: &str = "rejected";
+pub(crate) const REASON_REJECTED: &str = "rejected";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -56,13 +57,6 @@ pub enum StoreError {
     },
     #[error("database {path}: stored {what} does not decode (corrupt row?)")]
     Decode { path: PathBuf, what: &'static str },
-}
-
-impl StoreError {
-    /// Full disk or a lock: worth retrying as is.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Full { .. } | StoreError::Locked { .. })
-    }
 }
 
 /// Schema migrations; version N is reached by applying the first N entries.
@@ -136,7 +130,7 @@ const MIGRATIONS: &[&str] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Where the database goes when `--db` is not given: `$XDG_DATA_HOME/nasprobe/nasprobe.db`.
-pub fn default_path() -> PathBuf {
+pub(crate) fn default_path() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from("."))
         .join("nasprobe")
@@ -204,7 +198,7 @@ impl Item {
                     instance,
                     seq: r.seq,
                     time_ms: r.time_ms,
-                    kind: model::event_kind(e),
+                    kind: e.kind(),
                     pid,
                     name,
                     body,
@@ -212,54 +206,6 @@ impl Item {
             }
         }
     }
-}
-
-/// An agent instance as stored.
-#[derive(Debug, Clone)]
-pub struct InstanceInfo {
-    pub row: i64,
-    pub instance_id: u64,
-    pub started_ms: u64,
-    pub first_seen_ms: u64,
-    pub last_seq: u64,
-    pub last_ms: u64,
-    /// The newest `Hello` of this instance (its inventory resolves disk and NIC indices).
-    pub hello: Hello,
-}
-
-/// A stored sample, kept as its postcard body (~250 bytes; a decoded `Sample` is ~20 KB
-/// because its lists have fixed capacity): decode one at a time with [`StoredSample::decode`].
-/// `instance` indexes `HostWindow::instances`.
-#[derive(Debug, Clone)]
-pub struct StoredSample {
-    pub instance: usize,
-    pub seq: u64,
-    pub time_ms: u64,
-    pub body: Vec<u8>,
-}
-
-impl HostWindow {
-    /// Samples with the `Hello` of their instance, decoded one at a time, in time order.
-    pub fn decoded(&self) -> impl Iterator<Item = (&Hello, &StoredSample, Sample)> + '_ {
-        self.samples
-            .iter()
-            .map(|s| (&self.instances[s.instance].hello, s, s.decode()))
-    }
-}
-
-impl StoredSample {
-    /// The decoded sample (checked at load time: this does not fail for loaded rows).
-    pub fn decode(&self) -> Sample {
-        postcard::from_bytes(&self.body).unwrap_or_else(|_| unreachable!("checked at load"))
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct StoredEvent {
-    pub instance: usize,
-    pub seq: u64,
-    pub time_ms: u64,
-    pub event: Event,
 }
 
 /// A known-missing range.
@@ -275,18 +221,6 @@ pub struct Gap {
     /// Samples missing (exact for `Gone`, estimated from the interval for restarts).
     pub samples: u64,
     pub reason: String,
-}
-
-/// Everything stored for one host over a window, in time order.
-#[derive(Debug, Clone)]
-pub struct HostWindow {
-    pub host: String,
-    pub address: String,
-    /// Instances with data in the window, oldest first.
-    pub instances: Vec<InstanceInfo>,
-    pub samples: Vec<StoredSample>,
-    pub events: Vec<StoredEvent>,
-    pub gaps: Vec<Gap>,
 }
 
 /// Counts for one host over a window.
@@ -325,12 +259,7 @@ pub struct Store {
     open_gaps: HashMap<i64, u64>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::conn::now_ms;
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
@@ -730,8 +659,7 @@ impl Store {
 
     fn instances(&self) -> rusqlite::Result<Vec<(String, String, i64, InstanceRaw)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT h.name, h.address, h.id, i.id, i.instance_id, i.started_ms, i.first_seen_ms,
-                    i.last_seq, i.last_ms, i.hello
+            "SELECT h.name, h.address, h.id, i.id, i.instance_id, i.last_seq, i.hello
              FROM instances i JOIN hosts h ON h.id = i.host
              ORDER BY h.name, i.first_seen_ms, i.id",
         )?;
@@ -743,11 +671,8 @@ impl Store {
                 InstanceRaw {
                     row: r.get(3)?,
                     instance_id: r.get::<_, i64>(4)? as u64,
-                    started_ms: r.get::<_, i64>(5)? as u64,
-                    first_seen_ms: r.get::<_, i64>(6)? as u64,
-                    last_seq: r.get::<_, i64>(7)? as u64,
-                    last_ms: r.get::<_, i64>(8)? as u64,
-                    hello: r.get(9)?,
+                    last_seq: r.get::<_, i64>(5)? as u64,
+                    hello: r.get(6)?,
                 },
             ))
         })?;
@@ -779,18 +704,20 @@ impl Store {
         rows.collect()
     }
 
-    /// Everything stored in `[from_ms, to_ms]` (None: unbounded), decoded, one entry per host
-    /// (sorted by name), samples and events in time order. This is what the verdict consumes.
-    ///
-    /// Cost: per instance two short binary searches over the primary key, then one range scan;
-    /// no time index on samples is needed (it would cost ~30 bytes per sample).
+    /// Everything stored per host over `[from_ms, to_ms]` (None: unbounded), as the analysis
+    /// reads it: instances with their `Hello`, samples still encoded (the analysis decodes
+    /// each once), events, gaps; in time order. Hosts without data in the window are left out.
     pub fn load_window(
         &self,
         from_ms: Option<u64>,
         to_ms: Option<u64>,
-    ) -> Result<Vec<HostWindow>, StoreError> {
+    ) -> Result<Vec<HostData>, StoreError> {
         let e = |e| self.err(e);
-        let mut out: Vec<HostWindow> = Vec::new();
+        let decode_err = |what| StoreError::Decode {
+            path: self.path.clone(),
+            what,
+        };
+        let mut out: Vec<HostData> = Vec::new();
         let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
         let mut sample_stmt = self
             .conn
@@ -804,15 +731,22 @@ impl Store {
                 "SELECT seq, time_ms, body FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
             )
             .map_err(e)?;
-        for (name, address, _host, raw) in self.instances().map_err(e)? {
-            if out.last().is_none_or(|w| w.host != name) {
-                out.push(HostWindow {
-                    host: name.clone(),
-                    address,
-                    instances: Vec::new(),
-                    samples: Vec::new(),
-                    events: Vec::new(),
-                    gaps: gaps.iter().filter(|g| g.host == name).cloned().collect(),
+        let mut host_gaps: Vec<Gap> = Vec::new();
+        for (name, _address, _host, raw) in self.instances().map_err(e)? {
+            if out.last().is_none_or(|w| w.name != name) {
+                host_gaps = gaps.iter().filter(|g| g.host == name).cloned().collect();
+                out.push(HostData {
+                    name: name.clone(),
+                    gaps: host_gaps
+                        .iter()
+                        .map(|g| GapInfo {
+                            from_ms: g.from_ms,
+                            to_ms: g.to_ms,
+                            samples: Some(g.samples),
+                            reason: g.reason.clone(),
+                        })
+                        .collect(),
+                    ..HostData::default()
                 });
             }
             let w = out.last_mut().expect("pushed above");
@@ -834,15 +768,13 @@ impl Store {
                     if from_ms.is_some_and(|f| time_ms < f) || to_ms.is_some_and(|t| time_ms > t) {
                         continue; // a clock step inside the instance
                     }
-                    // Validate now so that `StoredSample::decode` cannot fail later.
-                    postcard::from_bytes::<Sample>(&body).map_err(|_| StoreError::Decode {
-                        path: self.path.clone(),
-                        what: "sample",
-                    })?;
-                    w.samples.push(StoredSample {
+                    let interval_us = nasprobe_proto::frame::sample_interval_us(&body)
+                        .map_err(|_| decode_err("sample"))?;
+                    w.samples.push(TimedSample {
+                        time_ms,
                         instance: idx,
                         seq: seq as u64,
-                        time_ms,
+                        interval_us,
                         body,
                     });
                     any = true;
@@ -866,31 +798,20 @@ impl Store {
                 .map_err(e)?;
             for row in rows {
                 let (seq, time_ms, body) = row.map_err(e)?;
-                let event: Event = postcard::from_bytes(&body).map_err(|_| StoreError::Decode {
-                    path: self.path.clone(),
-                    what: "event",
-                })?;
-                w.events.push(StoredEvent {
+                let event: Event = postcard::from_bytes(&body).map_err(|_| decode_err("event"))?;
+                w.events.push(TimedEvent {
+                    time_ms: time_ms as u64,
                     instance: idx,
                     seq: seq as u64,
-                    time_ms: time_ms as u64,
                     event,
                 });
                 any = true;
             }
-            if any || w.gaps.iter().any(|g| g.instance_id == raw.instance_id) {
+            if any || host_gaps.iter().any(|g| g.instance_id == raw.instance_id) {
                 let hello: Hello =
-                    postcard::from_bytes(&raw.hello).map_err(|_| StoreError::Decode {
-                        path: self.path.clone(),
-                        what: "hello",
-                    })?;
-                w.instances.push(InstanceInfo {
-                    row: raw.row,
-                    instance_id: raw.instance_id,
-                    started_ms: raw.started_ms,
-                    first_seen_ms: raw.first_seen_ms,
-                    last_seq: raw.last_seq,
-                    last_ms: raw.last_ms,
+                    postcard::from_bytes(&raw.hello).map_err(|_| decode_err("hello"))?;
+                w.instances.push(Instance {
+                    id: raw.instance_id,
                     hello,
                 });
             }
@@ -1085,16 +1006,6 @@ impl Store {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .map_err(|e| self.err(e))
     }
-
-    /// Bytes the file (plus WAL) uses.
-    pub fn file_bytes(&self) -> u64 {
-        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
-        [&self.path, &wal]
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum()
-    }
 }
 
 /// A stored record on its way to an export target: a sample or an event, body as received.
@@ -1171,7 +1082,7 @@ impl Store {
     }
 
     /// Moves cursors of `target` forward (never back) in one transaction.
-    pub fn set_export_cursor(
+    pub(crate) fn set_export_cursor(
         &mut self,
         target: &str,
         cursors: &[(i64, ExportCursor)],
@@ -1202,20 +1113,6 @@ impl Store {
             }
         }
         tx.commit().map_err(e)
-    }
-
-    /// Up to `limit` records (samples and events) after the sure cursors (`seq`) of `target`.
-    pub fn samples_after_cursor(
-        &self,
-        target: &str,
-        limit: usize,
-    ) -> Result<Vec<ExportRecord>, StoreError> {
-        let after = self
-            .export_cursor(target)?
-            .into_iter()
-            .map(|(i, c)| (i, c.seq))
-            .collect();
-        self.records_after(&after, limit)
     }
 
     /// Up to `limit` records (samples and events) after `after` (instance row → seq; missing:
@@ -1275,7 +1172,7 @@ impl Store {
 
     /// Raw times of up to `n` records (samples, or events) of `instance` just before `seq`,
     /// oldest first.
-    pub fn record_times_before(
+    pub(crate) fn record_times_before(
         &self,
         instance: i64,
         seq: u64,
@@ -1300,7 +1197,7 @@ impl Store {
     }
 
     /// The newest sample of every host (from its newest instance with samples), with the host.
-    pub fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
+    pub(crate) fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
         let e = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -1339,7 +1236,7 @@ impl Store {
     }
 
     /// Events stored per host and kind (for the `nasprobe_events_total` counter).
-    pub fn event_counts(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+    pub(crate) fn event_counts(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
         let e = |e| self.err(e);
         let mut stmt = self
             .conn
@@ -1361,10 +1258,7 @@ impl Store {
 struct InstanceRaw {
     row: i64,
     instance_id: u64,
-    started_ms: u64,
-    first_seen_ms: u64,
     last_seq: u64,
-    last_ms: u64,
     hello: Vec<u8>,
 }
 

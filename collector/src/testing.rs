@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
 use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_frame};
+use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
 use nasprobe_proto::*;
 
 fn s<const N: usize>(x: &str) -> heapless::String<N> {
@@ -345,37 +345,31 @@ fn serve(
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
     c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let agent_nonce = [7u8; 32];
-    send(&mut c, &Message::Challenge(Challenge { agent_nonce }))?;
-    let Message::Auth(a) = recv(&mut c)? else {
-        return Ok(());
-    };
-    if !proofs_equal(&a.mac, &client_proof(token, &agent_nonce, &a.client_nonce)) {
-        send(
-            &mut c,
-            &Message::Refused(Refused {
-                reason: s("authentication failed"),
-            }),
-        )?;
-        return Ok(());
-    }
-    send(
-        &mut c,
-        &Message::AuthOk(AuthOk {
-            mac: agent_proof(token, &agent_nonce, &a.client_nonce),
-        }),
-    )?;
-    let hello = {
-        let g = h.lock().unwrap();
-        let mut hello = nas_hello(g.instance_id, g.started_ms, g.interval_ms);
-        hello.oldest_seq = g.ring.front().map_or(0, |r| r.seq);
-        hello.newest_seq = g.ring.back().map_or(0, |r| r.seq);
-        hello
-    };
-    let inst = hello.instance_id;
-    send(&mut c, &Message::Hello(hello))?;
-    let Message::Resume(r) = recv(&mut c)? else {
-        return Ok(());
+    let mut hs = AgentHandshake::new([7u8; 32]);
+    send(&mut c, &hs.challenge())?;
+    let mut inst = 0;
+    let r = loop {
+        match hs.on_message(token, &recv(&mut c)?) {
+            Ok(AgentAction::SendAuthOk(ok)) => {
+                send(&mut c, &Message::AuthOk(ok))?;
+                let hello = {
+                    let g = h.lock().unwrap();
+                    let mut hello = nas_hello(g.instance_id, g.started_ms, g.interval_ms);
+                    hello.oldest_seq = g.ring.front().map_or(0, |r| r.seq);
+                    hello.newest_seq = g.ring.back().map_or(0, |r| r.seq);
+                    hello
+                };
+                inst = hello.instance_id;
+                send(&mut c, &Message::Hello(hello))?;
+            }
+            Ok(AgentAction::Resume(r)) => break r,
+            Ok(AgentAction::Nothing) => {}
+            Err(e) => {
+                let reason = s(&e.to_string());
+                send(&mut c, &Message::Refused(Refused { reason }))?;
+                return Ok(());
+            }
+        }
     };
     let mut next = {
         let g = h.lock().unwrap();

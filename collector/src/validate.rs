@@ -14,11 +14,11 @@
 use nasprobe_proto::{Hello, Sample, flags};
 
 /// A NIC faster than 1 Tbit/s in either direction.
-pub const MAX_NIC_BYTES_PER_S: u128 = 125_000_000_000;
+pub(crate) const MAX_NIC_BYTES_PER_S: u128 = 125_000_000_000;
 /// A disk moving more than 100 GB/s (reads + writes).
-pub const MAX_DISK_BYTES_PER_S: u128 = 100_000_000_000;
+pub(crate) const MAX_DISK_BYTES_PER_S: u128 = 100_000_000_000;
 /// A sample interval over an hour (the agent samples every 100 ms .. a few s).
-pub const MAX_INTERVAL_US: u32 = 3_600_000_000;
+pub(crate) const MAX_INTERVAL_US: u32 = 3_600_000_000;
 
 /// `Err(why)` when `s` cannot be a true sample of the agent that said `hello`.
 pub fn check_sample(hello: &Hello, s: &Sample) -> Result<(), String> {

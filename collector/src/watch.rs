@@ -18,20 +18,20 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use crate::cli::Common;
 use crate::conn::{Collector, HostLive, Live, Status, Target};
+use crate::context::Context;
 use crate::hosts::HostSpec;
 use crate::live_verdict::{Banner, LiveVerdict};
 use crate::model;
 
 pub fn run(
-    c: &Common,
+    c: &Context,
     local: bool,
     duration: Option<Duration>,
     plain: bool,
     hosts: &[String],
 ) -> anyhow::Result<()> {
-    let mut targets = crate::targets(c, hosts, local)?;
+    let mut targets = c.targets(hosts, local)?;
     let _agent = if local {
         let a = crate::local::start()?;
         let token = crate::client::read_token(&a.token_file)?;
@@ -50,11 +50,10 @@ pub fn run(
     } else {
         None
     };
-    let db = crate::db_path(c);
-    let store = crate::open_store(&db)?;
-    crate::record::install_signal_handlers();
+    let store = c.open_store()?;
+    crate::signals::install();
     let col = Collector::start(store, targets, Some(c.retention));
-    let verdict = LiveVerdict::start(db);
+    let verdict = LiveVerdict::start(c.db.clone());
     let res = if plain || !std::io::stdout().is_terminal() {
         plain_loop(&col.live, &verdict, duration)
     } else {
@@ -66,8 +65,7 @@ pub fn run(
 }
 
 fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
-    crate::record::STOP.load(std::sync::atomic::Ordering::SeqCst)
-        || duration.is_some_and(|d| start.elapsed() >= d)
+    crate::signals::stop_requested() || duration.is_some_and(|d| start.elapsed() >= d)
 }
 
 /// How often the plain output repeats the verdict.
@@ -172,7 +170,7 @@ fn status_text_conn(h: &HostLive) -> String {
 }
 
 /// One line for one host: status, CPU, hottest thread, busiest disk and NIC, memory.
-pub fn plain_line(h: &HostLive) -> String {
+pub(crate) fn plain_line(h: &HostLive) -> String {
     let mut s = format!("{} [{}]", h.name, status_text(h));
     let (Some(hello), Some((seq, _, smp))) = (&h.hello, &h.last) else {
         return s + " no sample yet";
@@ -194,28 +192,31 @@ pub fn plain_line(h: &HostLive) -> String {
         .disks
         .iter()
         .filter_map(|d| model::disk_rate(hello, smp, d))
-        .max_by(|a, b| a.util.total_cmp(&b.util))
+        .max_by(|a, b| a.figures.util.total_cmp(&b.figures.util))
     {
         s += &format!(
             " | disk {} {:.0}% {:.1}ms {:.1}MB/s",
             d.name,
-            d.util * 100.0,
-            d.await_ms.unwrap_or(0.0),
-            d.read_mb_s + d.write_mb_s
+            d.figures.util * 100.0,
+            d.figures.await_ms.unwrap_or(0.0),
+            (d.figures.read_bps + d.figures.write_bps) / 1e6
         );
     }
     if let Some(n) = smp
         .nics
         .iter()
         .filter_map(|n| model::nic_rate(hello, smp, n))
-        .max_by(|a, b| (a.rx_mb_s.max(a.tx_mb_s)).total_cmp(&b.rx_mb_s.max(b.tx_mb_s)))
+        .max_by(|a, b| {
+            (a.figures.rx_bps.max(a.figures.tx_bps))
+                .total_cmp(&b.figures.rx_bps.max(b.figures.tx_bps))
+        })
     {
         s += &format!(
             " | nic {} rx {:.1} tx {:.1} MB/s{}",
             n.name,
-            n.rx_mb_s,
-            n.tx_mb_s,
-            n.util.map_or(String::new(), |u| format!(
+            n.figures.rx_bps / 1e6,
+            n.figures.tx_bps / 1e6,
+            n.figures.util.map_or(String::new(), |u| format!(
                 " {:.0}% of {} Mbit/s",
                 u * 100.0,
                 n.speed_mbit
@@ -295,7 +296,7 @@ fn figures(hello: &Hello, smp: &nasprobe_proto::Sample) -> Figures {
         hot: model::hottest_thread(hello, smp).map_or(0.0, |t| t.core_fraction),
         disk: disk_rows(hello, smp)
             .iter()
-            .map(|d| d.util)
+            .map(|d| d.figures.util)
             .fold(0.0, f64::max),
         nic: top.filter_map(|n| n.util).fold(0.0, f64::max),
     }
@@ -339,11 +340,11 @@ fn nic_rows(hello: &Hello, smp: &nasprobe_proto::Sample) -> Vec<NicRow> {
                 name,
                 slave,
                 seen: true,
-                up: r.up,
-                rx: r.rx_mb_s,
-                tx: r.tx_mb_s,
+                up: r.figures.up,
+                rx: r.figures.rx_bps / 1e6,
+                tx: r.figures.tx_bps / 1e6,
                 speed_mbit: r.speed_mbit,
-                util: r.util,
+                util: r.figures.util,
                 bond: None,
                 carries_flow: false,
             },
@@ -417,16 +418,11 @@ fn disk_rows(hello: &Hello, smp: &nasprobe_proto::Sample) -> Vec<model::DiskRate
                 .unwrap_or(model::DiskRate {
                     name: info.name.to_string(),
                     is_md: info.is_md,
-                    util: 0.0,
-                    await_ms: None,
-                    queue: 0.0,
-                    read_mb_s: 0.0,
-                    write_mb_s: 0.0,
-                    iops: 0.0,
+                    figures: Default::default(),
                 })
         })
         .collect();
-    rows.sort_by(|a, b| b.util.total_cmp(&a.util));
+    rows.sort_by(|a, b| b.figures.util.total_cmp(&a.figures.util));
     rows
 }
 
@@ -890,11 +886,16 @@ fn body_lines(
     for d in disks.iter().take(if compact { 3 } else { 6 }) {
         lines.push(Line::from(vec![
             Span::raw(format!("{:<7}", d.name)),
-            Span::styled(format!("{:>4.0}%", d.util * 100.0), level(d.util)),
+            Span::styled(
+                format!("{:>4.0}%", d.figures.util * 100.0),
+                level(d.figures.util),
+            ),
             Span::raw(format!(
                 " {:>6} {:>6.1}{}",
-                d.await_ms.map_or("-".into(), |a| format!("{a:.1}ms")),
-                d.read_mb_s + d.write_mb_s,
+                d.figures
+                    .await_ms
+                    .map_or("-".into(), |a| format!("{a:.1}ms")),
+                (d.figures.read_bps + d.figures.write_bps) / 1e6,
                 if d.is_md { " (md: see members)" } else { "" }
             )),
         ]));

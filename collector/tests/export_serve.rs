@@ -105,7 +105,7 @@ fn scrape_endpoint() {
     // Values: the newest sample of nas1 (seq 25), through the collector's rate code.
     let s = nas_sample(25);
     let h = nas_hello(0x2000, 0, 1000);
-    let rx = model::nic_rate(&h, &s, &s.nics[0]).unwrap().rx_mb_s * 1e6;
+    let rx = model::nic_rate(&h, &s, &s.nics[0]).unwrap().figures.rx_bps;
     let line =
         format!("nasprobe_network_receive_bytes_per_second{{host=\"nas1\",device=\"eth0\"}} {rx}");
     assert!(body.lines().any(|l| l == line), "no line {line}");

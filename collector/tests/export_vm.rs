@@ -275,13 +275,13 @@ fn push_and_query_back() {
 
     // Values: what the store's samples give through the collector's rate code.
     let windows = store.load_window(None, None).unwrap();
-    let w = windows.iter().find(|w| w.host == "nas1").unwrap();
+    let w = windows.iter().find(|w| w.name == "nas1").unwrap();
     let mut want_rx: HashMap<u64, f64> = HashMap::new();
     let mut want_thread: HashMap<u64, f64> = HashMap::new();
     for (hello, s, sample) in w.decoded() {
-        let sample: Sample = sample;
+        let sample: Sample = sample.expect("stored samples decode");
         let n = model::nic_rate(hello, &sample, &sample.nics[0]).unwrap();
-        want_rx.insert(s.time_ms, n.rx_mb_s * 1e6);
+        want_rx.insert(s.time_ms, n.figures.rx_bps);
         let hot = model::hottest_thread(hello, &sample).unwrap();
         assert_eq!(hot.process, "synoreplicad");
         want_thread.insert(s.time_ms, hot.core_fraction);

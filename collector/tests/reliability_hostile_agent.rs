@@ -19,8 +19,8 @@ use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
 use nasprobe::store::Store;
 use nasprobe::testing::{FakeAgent, FakeHistory, exit_event, nas_hello, nas_sample};
-use nasprobe_proto::auth::{agent_proof, client_proof, proofs_equal};
 use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_body, decode_frame};
+use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
 use nasprobe_proto::*;
 
 const TOKEN: &[u8] = b"0123456789abcdef0123456789abcdef";
@@ -156,34 +156,31 @@ fn cpus_4096_frame(seq: u64) -> Vec<u8> {
 
 fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()> {
     c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let agent_nonce = [9u8; 32];
-    let challenge = Message::Challenge(Challenge { agent_nonce });
+    let mut hs = AgentHandshake::new([9u8; 32]);
     if mode == Mode::FutureFrame {
-        let mut f = frame(&challenge);
+        let mut f = frame(&hs.challenge());
         f[LEN_PREFIX] = PROTOCOL_VERSION + 1;
         c.write_all(&f)?;
         std::thread::sleep(Duration::from_secs(1));
         return Ok(());
     }
-    c.write_all(&frame(&challenge))?;
-    let Message::Auth(a) = recv(&mut c)? else {
-        return Ok(());
-    };
-    if !proofs_equal(&a.mac, &client_proof(TOKEN, &agent_nonce, &a.client_nonce)) {
-        return Ok(());
-    }
-    c.write_all(&frame(&Message::AuthOk(AuthOk {
-        mac: agent_proof(TOKEN, &agent_nonce, &a.client_nonce),
-    })))?;
-    let mut hello = nas_hello(INSTANCE, 1_700_000_000_000, 1000);
-    if mode == Mode::FutureHello {
-        hello.protocol_version = PROTOCOL_VERSION + 1;
-    }
-    hello.oldest_seq = 1;
-    hello.newest_seq = 10;
-    c.write_all(&frame(&Message::Hello(hello)))?;
-    let Message::Resume(r) = recv(&mut c)? else {
-        return Ok(());
+    c.write_all(&frame(&hs.challenge()))?;
+    let r = loop {
+        match hs.on_message(TOKEN, &recv(&mut c)?) {
+            Ok(AgentAction::SendAuthOk(ok)) => {
+                c.write_all(&frame(&Message::AuthOk(ok)))?;
+                let mut hello = nas_hello(INSTANCE, 1_700_000_000_000, 1000);
+                if mode == Mode::FutureHello {
+                    hello.protocol_version = PROTOCOL_VERSION + 1;
+                }
+                hello.oldest_seq = 1;
+                hello.newest_seq = 10;
+                c.write_all(&frame(&Message::Hello(hello)))?;
+            }
+            Ok(AgentAction::Resume(r)) => break r,
+            Ok(AgentAction::Nothing) => {}
+            Err(_) => return Ok(()),
+        }
     };
     let mut seq = if r.instance_id == INSTANCE {
         r.after_seq + 1

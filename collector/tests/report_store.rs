@@ -12,12 +12,7 @@ use serde_json::Value;
 
 const NP: &str = env!("CARGO_BIN_EXE_nasprobe");
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
+use nasprobe_proto::time::now_ms;
 
 fn event_item(instance: i64, seq: u64, time_ms: u64, e: Event) -> Item {
     let body = postcard::to_allocvec(&e).unwrap();

@@ -130,7 +130,7 @@ fn load_window_binary_search() {
     assert_eq!(w[0].events.len(), 10);
     let (hello, st, smp) = w[0].decoded().next().unwrap();
     assert_eq!(hello.instance_id, 7);
-    assert_eq!(smp, nas_sample(st.seq));
+    assert_eq!(smp, Some(nas_sample(st.seq)));
     assert_eq!(s.load_window(None, None).unwrap()[0].samples.len(), 900);
     assert!(
         s.load_window(Some(2_000_000), None).unwrap().is_empty(),

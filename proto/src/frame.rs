@@ -115,3 +115,50 @@ pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
     }
     Ok(msg)
 }
+
+/// A `Message::Record` taken apart without decoding its sample or event: the store keeps the
+/// body bytes as they came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordParts<'a> {
+    pub seq: u64,
+    pub time_ms: u64,
+    /// True for `RecordBody::Event`, false for `RecordBody::Sample`.
+    pub is_event: bool,
+    /// The postcard bytes of the `Sample` or `Event`.
+    pub body: &'a [u8],
+}
+
+/// Splits the postcard bytes of a `Message::Record` (a frame body after its version byte) into
+/// sequence number, time and the bytes of its sample or event. Anything else is `Malformed`.
+pub fn split_record(m: &[u8]) -> Result<RecordParts<'_>, FrameError> {
+    let bad = |_| FrameError::Malformed;
+    let (tag, rest) = postcard::take_from_bytes::<u32>(m).map_err(bad)?;
+    if tag != MESSAGE_TAG_RECORD {
+        return Err(FrameError::Malformed);
+    }
+    let (seq, rest) = postcard::take_from_bytes::<u64>(rest).map_err(bad)?;
+    let (time_ms, rest) = postcard::take_from_bytes::<u64>(rest).map_err(bad)?;
+    let (body_tag, body) = postcard::take_from_bytes::<u32>(rest).map_err(bad)?;
+    let is_event = match body_tag {
+        0 => false,
+        1 => true,
+        _ => return Err(FrameError::Malformed),
+    };
+    Ok(RecordParts {
+        seq,
+        time_ms,
+        is_event,
+        body,
+    })
+}
+
+/// Postcard tag of `Message::Record` (its variant index).
+const MESSAGE_TAG_RECORD: u32 = 6;
+
+/// `interval_us` of an encoded `Sample` without decoding the rest: it is the first field, so
+/// the bytes start with its varint. `Malformed` when they do not.
+pub fn sample_interval_us(sample: &[u8]) -> Result<u32, FrameError> {
+    postcard::take_from_bytes::<u32>(sample)
+        .map(|(v, _)| v)
+        .map_err(|_| FrameError::Malformed)
+}

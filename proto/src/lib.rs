@@ -13,7 +13,9 @@ extern crate std;
 
 pub mod auth;
 pub mod frame;
+pub mod handshake;
 pub mod msg;
+pub mod time;
 
 pub use frame::{FrameError, decode_frame, encode_frame};
 pub use msg::*;

@@ -73,6 +73,23 @@ pub enum Message {
     Refused(Refused),
 }
 
+impl Message {
+    /// The variant's name, for logs and errors ("Challenge", "Record", ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Challenge(_) => "Challenge",
+            Message::Auth(_) => "Auth",
+            Message::AuthOk(_) => "AuthOk",
+            Message::Hello(_) => "Hello",
+            Message::Resume(_) => "Resume",
+            Message::Gone(_) => "Gone",
+            Message::Record(_) => "Record",
+            Message::KeepAlive(_) => "KeepAlive",
+            Message::Refused(_) => "Refused",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Challenge {
     pub agent_nonce: [u8; 32],
@@ -151,6 +168,34 @@ pub struct Hello {
     pub mounts: Vec<String<PATH_LEN>, MAX_MOUNTS>,
 }
 
+impl Default for Hello {
+    /// A Hello with nothing in it, for the sampler to fill (or the collector before the first
+    /// one arrives): the current protocol version, USER_HZ 100, 4 KiB pages, empty inventory.
+    fn default() -> Self {
+        Hello {
+            protocol_version: crate::PROTOCOL_VERSION,
+            agent_version: String::new(),
+            instance_id: 0,
+            started_ms: 0,
+            now_ms: 0,
+            host_name: String::new(),
+            kernel_release: String::new(),
+            arch: String::new(),
+            cpu_count: 0,
+            clock_ticks_per_sec: 100,
+            page_size: 4096,
+            boot_id: String::new(),
+            interval_ms: 0,
+            oldest_seq: 0,
+            newest_seq: 0,
+            disks: Vec::new(),
+            md_arrays: Vec::new(),
+            nics: Vec::new(),
+            mounts: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskInfo {
     pub name: DevName,
@@ -212,8 +257,9 @@ pub mod flags {
     pub const DUPLEX_UNKNOWN: u8 = 8;
 }
 
-/// One sampling interval. Counters are deltas over `interval_us`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One sampling interval. Counters are deltas over `interval_us`. `Default` is the empty
+/// sample the agent fills in place.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
     /// CLOCK_MONOTONIC time since the previous sample (a late wake-up shows here, not in rates).
     pub interval_us: u32,
@@ -250,6 +296,20 @@ pub struct CpuTicks {
     pub irq: u32,
     pub softirq: u32,
     pub steal: u32,
+}
+
+impl CpuTicks {
+    /// All ticks of the entry (every mode), widened so that saturated fields cannot overflow.
+    pub fn total(&self) -> u64 {
+        u64::from(self.user)
+            + u64::from(self.nice)
+            + u64::from(self.system)
+            + u64::from(self.idle)
+            + u64::from(self.iowait)
+            + u64::from(self.irq)
+            + u64::from(self.softirq)
+            + u64::from(self.steal)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -394,6 +454,19 @@ pub enum Event {
     AgentStart(AgentStart),
     /// A device appeared after start; see the current `Hello` for its inventory entry.
     DeviceAdded(DeviceAdded),
+}
+
+impl Event {
+    /// The `kind` of an event as stored, exported and reported ("process_start", ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::ProcessStart(_) => "process_start",
+            Event::ProcessExit(_) => "process_exit",
+            Event::LinkChange(_) => "link_change",
+            Event::AgentStart(_) => "agent_start",
+            Event::DeviceAdded(_) => "device_added",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -482,3 +482,293 @@ mod decoder_errors {
         }
     }
 }
+
+/// `split_record` and `sample_interval_us` over the golden frames: the layout the store relies
+/// on (it keeps a record's body bytes as they came) is the wire's.
+mod record_split {
+    use super::*;
+    use nasprobe_proto::frame::{FrameError, LEN_PREFIX, sample_interval_us, split_record};
+
+    fn after_version(frame: &[u8]) -> &[u8] {
+        &frame[LEN_PREFIX + 1..]
+    }
+
+    #[test]
+    fn sample_record_splits_into_seq_time_and_sample_bytes() {
+        let p = split_record(after_version(&GOLDEN_SAMPLE)).unwrap();
+        assert_eq!(
+            (p.seq, p.time_ms, p.is_event),
+            (7, 1_700_000_002_000, false)
+        );
+        let sample: Sample = postcard::from_bytes(p.body).unwrap();
+        assert_eq!(sample, sample_sample());
+        assert_eq!(sample_interval_us(p.body), Ok(sample_sample().interval_us));
+    }
+
+    #[test]
+    fn event_records_split() {
+        for golden in [
+            &GOLDEN_EV_START[..],
+            &GOLDEN_EV_EXIT,
+            &GOLDEN_EV_LINK,
+            &GOLDEN_EV_AGENT,
+            &GOLDEN_EV_DEV,
+        ] {
+            let p = split_record(after_version(golden)).unwrap();
+            assert_eq!((p.seq, p.time_ms, p.is_event), (8, 1000, true));
+            let Message::Record(r) = decode_frame(golden, MAX_FRAME_LEN).unwrap().unwrap().0 else {
+                panic!("not a record");
+            };
+            let RecordBody::Event(e) = r.body else {
+                panic!("not an event");
+            };
+            assert_eq!(postcard::from_bytes::<Event>(p.body).unwrap(), e);
+        }
+    }
+
+    #[test]
+    fn interval_is_read_at_every_varint_length() {
+        for iv in [0u32, 1, 127, 128, 200_000, 1_000_000, u32::MAX] {
+            let mut s = sample_sample();
+            s.interval_us = iv;
+            let mut buf = [0u8; 4096];
+            let body = postcard::to_slice(&s, &mut buf).unwrap();
+            assert_eq!(sample_interval_us(body), Ok(iv));
+        }
+    }
+
+    #[test]
+    fn other_messages_and_truncations_are_malformed() {
+        assert_eq!(
+            split_record(after_version(&GOLDEN_HELLO)),
+            Err(FrameError::Malformed)
+        );
+        let body = after_version(&GOLDEN_SAMPLE);
+        // Cut inside the tag, seq, time or body tag: never a panic, always Malformed.
+        for cut in 0..8 {
+            assert_eq!(
+                split_record(&body[..cut]),
+                Err(FrameError::Malformed),
+                "{cut}"
+            );
+        }
+        // A body tag past RecordBody's variants.
+        let mut bad = body.to_vec();
+        bad[8] = 2;
+        assert_eq!(split_record(&bad), Err(FrameError::Malformed));
+        assert_eq!(sample_interval_us(&[0x80]), Err(FrameError::Malformed));
+    }
+
+    #[test]
+    fn vocabulary_defaults_totals_and_kinds() {
+        let h = Hello::default();
+        assert_eq!(
+            (h.protocol_version, h.clock_ticks_per_sec, h.page_size),
+            (PROTOCOL_VERSION, 100, 4096)
+        );
+        assert!(Sample::default().cpus.is_empty());
+        let t = CpuTicks {
+            user: u32::MAX,
+            steal: u32::MAX,
+            idle: 2,
+            ..Default::default()
+        };
+        assert_eq!(t.total(), 2 * u64::from(u32::MAX) + 2);
+        let kinds: std::vec::Vec<&str> = [
+            &GOLDEN_EV_START[..],
+            &GOLDEN_EV_EXIT,
+            &GOLDEN_EV_LINK,
+            &GOLDEN_EV_AGENT,
+            &GOLDEN_EV_DEV,
+        ]
+        .iter()
+        .map(|g| {
+            let p = split_record(after_version(g)).unwrap();
+            postcard::from_bytes::<Event>(p.body).unwrap().kind()
+        })
+        .collect();
+        assert_eq!(
+            kinds,
+            [
+                "process_start",
+                "process_exit",
+                "link_change",
+                "agent_start",
+                "device_added"
+            ]
+        );
+    }
+}
+
+/// The handshake machines of both sides driven against each other over real frames: the
+/// transcript is golden (Challenge, Auth and AuthOk bytes with known nonces and token, the
+/// proofs computed independently with Python's hmac), and every misstep is a typed error.
+mod handshake {
+    use super::*;
+    use nasprobe_proto::handshake::*;
+
+    const TOKEN: &[u8] = b"token";
+    const CLIENT_MAC: &str = "9218d9ca4a9fb1a27bea61ecb31482a098b3154b0b157a2da26d23a649e1b72c";
+    const AGENT_MAC: &str = "2cd18a255b843db869ed5247aad43dea3d91c8c8bd7c289db1a5aee22f69f5e2";
+
+    /// Messages are fixed-capacity and large (a `Record` holds a whole `Sample`): debug builds
+    /// need more than the test thread's stack for a few of them.
+    fn big_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn unhex(h: &str) -> std::vec::Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Encodes and decodes `m` as one frame (what the wire does to it).
+    fn wire(m: &Message, transcript: &mut std::vec::Vec<std::vec::Vec<u8>>) -> Message {
+        let mut buf = [0u8; 4096];
+        let n = encode_frame(m, &mut buf).unwrap();
+        transcript.push(buf[..n].to_vec());
+        decode_frame(&buf[..n], MAX_FRAME_LEN).unwrap().unwrap().0
+    }
+
+    #[test]
+    fn both_sides_complete_and_the_transcript_is_golden() {
+        big_stack(|| {
+            let mut t = std::vec::Vec::new();
+            let mut agent = AgentHandshake::new([7; 32]);
+            let mut client = ClientHandshake::new([1; 32]);
+            let ch = wire(&agent.challenge(), &mut t);
+            let ClientAction::SendAuth(auth) = client.on_message(TOKEN, ch).unwrap() else {
+                panic!("client answers the Challenge");
+            };
+            let auth = wire(&Message::Auth(auth), &mut t);
+            let AgentAction::SendAuthOk(ok) = agent.on_message(TOKEN, &auth).unwrap() else {
+                panic!("agent accepts the Auth");
+            };
+            let ok = wire(&Message::AuthOk(ok), &mut t);
+            assert_eq!(client.on_message(TOKEN, ok).unwrap(), ClientAction::Wait);
+            assert_eq!(client.awaiting(), "Hello");
+            let hello = wire(&Message::Hello(sample_hello()), &mut t);
+            assert_eq!(
+                client.on_message(TOKEN, hello).unwrap(),
+                ClientAction::Hello(sample_hello())
+            );
+            assert!(client.is_done());
+            assert!(!agent.is_streaming());
+            let resume = Resume {
+                instance_id: 5,
+                after_seq: 9,
+            };
+            let r = wire(&Message::Resume(resume.clone()), &mut t);
+            assert_eq!(
+                agent.on_message(TOKEN, &r).unwrap(),
+                AgentAction::Resume(resume)
+            );
+            assert!(agent.is_streaming());
+            let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
+            assert_eq!(agent.on_message(TOKEN, &ka).unwrap(), AgentAction::Nothing);
+
+            let mut want_auth = vec![66, 0, 0, 0, 1, 1];
+            want_auth.extend([1u8; 32]);
+            want_auth.extend(unhex(CLIENT_MAC));
+            let mut want_ok = vec![34, 0, 0, 0, 1, 2];
+            want_ok.extend(unhex(AGENT_MAC));
+            let mut want_ch = vec![34, 0, 0, 0, 1, 0];
+            want_ch.extend([7u8; 32]);
+            assert_eq!(t[0], want_ch);
+            assert_eq!(t[1], want_auth);
+            assert_eq!(t[2], want_ok);
+            assert_eq!(t[3], GOLDEN_HELLO);
+        });
+    }
+
+    #[test]
+    fn wrong_token_either_way_is_bad_proof() {
+        big_stack(|| {
+            let mut agent = AgentHandshake::new([7; 32]);
+            let mut client = ClientHandshake::new([1; 32]);
+            let ClientAction::SendAuth(auth) =
+                client.on_message(b"tokem", agent.challenge()).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(
+                agent.on_message(TOKEN, &Message::Auth(auth)),
+                Err(HandshakeError::BadProof)
+            );
+            // An agent that does not know the token cannot prove itself to the collector.
+            let mut client = ClientHandshake::new([1; 32]);
+            client.on_message(TOKEN, agent.challenge()).unwrap();
+            let forged = Message::AuthOk(AuthOk { mac: [0; 32] });
+            assert_eq!(
+                client.on_message(TOKEN, forged),
+                Err(HandshakeError::BadProof)
+            );
+        });
+    }
+
+    #[test]
+    fn out_of_order_refused_and_other_versions_are_typed() {
+        big_stack(|| {
+            let mut agent = AgentHandshake::new([7; 32]);
+            let resume = Message::Resume(Resume {
+                instance_id: 0,
+                after_seq: 0,
+            });
+            assert_eq!(
+                agent.on_message(TOKEN, &resume),
+                Err(HandshakeError::Unexpected {
+                    awaiting: "Auth",
+                    got: "Resume"
+                })
+            );
+            let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
+            assert!(
+                agent.on_message(TOKEN, &ka).is_err(),
+                "no KeepAlive before Auth"
+            );
+
+            let mut client = ClientHandshake::new([1; 32]);
+            assert_eq!(
+                client.on_message(TOKEN, Message::Hello(sample_hello())),
+                Err(HandshakeError::Unexpected {
+                    awaiting: "Challenge",
+                    got: "Hello"
+                })
+            );
+            let mut client = ClientHandshake::new([1; 32]);
+            let refused = Message::Refused(Refused {
+                reason: s("too many clients"),
+            });
+            assert_eq!(
+                client.on_message(TOKEN, refused),
+                Err(HandshakeError::Refused(s("too many clients")))
+            );
+            // A Hello of another version after a good AuthOk.
+            let mut agent = AgentHandshake::new([7; 32]);
+            let mut client = ClientHandshake::new([1; 32]);
+            let ClientAction::SendAuth(auth) = client.on_message(TOKEN, agent.challenge()).unwrap()
+            else {
+                panic!()
+            };
+            let AgentAction::SendAuthOk(ok) =
+                agent.on_message(TOKEN, &Message::Auth(auth)).unwrap()
+            else {
+                panic!()
+            };
+            client.on_message(TOKEN, Message::AuthOk(ok)).unwrap();
+            let mut h = sample_hello();
+            h.protocol_version = 2;
+            assert_eq!(
+                client.on_message(TOKEN, Message::Hello(h)),
+                Err(HandshakeError::Version(2))
+            );
+        });
+    }
+}

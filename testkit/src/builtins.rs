@@ -125,7 +125,7 @@ fn md(name: &str, level: &str, members: Vec<String>) -> MdArray {
 }
 
 /// Field case 1. See the README for the figures.
-pub fn synology_replication(o: &BuiltinOptions) -> Scenario {
+pub(crate) fn synology_replication(o: &BuiltinOptions) -> Scenario {
     let every = o.restart_every_s.unwrap_or(20.0);
     let gap = (every / 10.0).max(0.5);
     let drives = ["sda", "sdb", "sdc", "sdd"];
@@ -235,7 +235,7 @@ pub fn synology_replication(o: &BuiltinOptions) -> Scenario {
 }
 
 /// Field case 2: two WD MyCloud EX2 (armv7, 3.10), scp/rsync over ssh.
-pub fn wd_ssh() -> Scenario {
+pub(crate) fn wd_ssh() -> Scenario {
     let drives = ["sda", "sdb"];
     let wd = |name: &str| {
         Host::new(name, Kernel::K3_10)
@@ -355,7 +355,7 @@ fn quiet_k6(name: &str) -> Host {
 }
 
 /// Destination disks behind md RAID5 at ~98% util, high await; NIC at 40 MB/s, CPU mostly idle.
-pub fn md_disk_bound() -> Scenario {
+pub(crate) fn md_disk_bound() -> Scenario {
     let drives = ["sda", "sdb", "sdc", "sdd"];
     let mut src = quiet_k6("src")
         .nic(Nic::new("eth0").speed(1000).tx(40.0).rx(0.9))
@@ -401,7 +401,7 @@ pub fn md_disk_bound() -> Scenario {
 }
 
 /// Destination NIC negotiated 100 Mb/s (gigabit hardware), running at 11.5 MB/s.
-pub fn link_100mbit() -> Scenario {
+pub(crate) fn link_100mbit() -> Scenario {
     let src = quiet_k6("src")
         .nic(Nic::new("eth0").speed(1000).tx(11.5).rx(0.3))
         .disk(Disk::new("sda").util(4.0).rw(11.5, 0.1).await_ms(3.0))
@@ -427,7 +427,7 @@ pub fn link_100mbit() -> Scenario {
 }
 
 /// Destination swapping hard; the transfer crawls at 2.5 MB/s.
-pub fn swap_storm() -> Scenario {
+pub(crate) fn swap_storm() -> Scenario {
     let src = quiet_k6("src")
         .nic(Nic::new("eth0").speed(1000).tx(2.5).rx(0.1))
         .disk(Disk::new("sda").util(2.0).rw(2.5, 0.1).await_ms(3.0))
@@ -495,7 +495,7 @@ pub fn swap_storm() -> Scenario {
 }
 
 /// Destination with 8 pigz threads on 4 cores at ~100% each.
-pub fn all_cores_busy() -> Scenario {
+pub(crate) fn all_cores_busy() -> Scenario {
     let src = quiet_k6("src")
         .nic(Nic::new("eth0").speed(1000).tx(40.0).rx(0.9))
         .disk(Disk::new("sda").util(10.0).rw(40.0, 0.1).await_ms(3.0))
@@ -523,7 +523,7 @@ pub fn all_cores_busy() -> Scenario {
 }
 
 /// Nothing near a ceiling.
-pub fn idle_pair() -> Scenario {
+pub(crate) fn idle_pair() -> Scenario {
     let src = quiet_k6("src")
         .nic(Nic::new("eth0").speed(1000).tx(2.0).rx(0.1))
         .disk(Disk::new("sda").util(2.0).rw(2.0, 0.1).await_ms(2.0))
@@ -547,7 +547,7 @@ pub fn idle_pair() -> Scenario {
 }
 
 /// One host whose `btrfs send -k TOKEN` dies every few seconds and resumes with a new token.
-pub fn process_restarts(o: &BuiltinOptions) -> Scenario {
+pub(crate) fn process_restarts(o: &BuiltinOptions) -> Scenario {
     let every = o.restart_every_s.unwrap_or(5.0);
     let gap = (every / 10.0).max(0.2);
     let nas = quiet_k6("nas")

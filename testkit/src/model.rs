@@ -44,7 +44,7 @@ impl Kernel {
     }
     /// `unsigned long` is 32 bits wide: net/dev, sysfs net statistics, diskstats ios/sectors
     /// and vmstat wrap at 2^32.
-    pub fn counters_32bit(self) -> bool {
+    pub(crate) fn counters_32bit(self) -> bool {
         self == Kernel::K3_10
     }
     /// Whitespace-separated fields per /proc/diskstats line, major, minor and name included.
@@ -58,7 +58,7 @@ impl Kernel {
     pub fn sysfs_block_stat_fields(self) -> usize {
         self.diskstats_fields() - 3
     }
-    pub fn has_mem_available(self) -> bool {
+    pub(crate) fn has_mem_available(self) -> bool {
         self != Kernel::K3_10
     }
     pub fn parse(s: &str) -> Option<Kernel> {
@@ -218,7 +218,7 @@ impl Host {
         self.cores = n;
         self
     }
-    pub fn cpu_model(mut self, m: &str) -> Self {
+    pub(crate) fn cpu_model(mut self, m: &str) -> Self {
         self.cpu_model = Some(m.into());
         self
     }
@@ -283,13 +283,13 @@ impl Host {
         self
     }
 
-    pub fn has_schedstat(&self) -> bool {
+    pub(crate) fn has_schedstat(&self) -> bool {
         self.schedstat.unwrap_or(self.kernel != Kernel::K3_10)
     }
     pub fn disk_named(&self, name: &str) -> Option<&Disk> {
         self.disks.iter().find(|d| d.name == name)
     }
-    pub fn nic_named(&self, name: &str) -> Option<&Nic> {
+    pub(crate) fn nic_named(&self, name: &str) -> Option<&Nic> {
         self.nics.iter().find(|n| n.name == name)
     }
 
@@ -341,7 +341,7 @@ impl Host {
         }
         for m in &self.md {
             for member in &m.members {
-                if crate::sim::split_partition(self, member).is_none() {
+                if split_partition(self, member).is_none() {
                     return Err(format!(
                         "md {}: member {member} is neither a declared disk nor one of its partitions",
                         m.name
@@ -514,7 +514,7 @@ impl Disk {
         self.rotational = r;
         self
     }
-    pub fn size_gib(mut self, g: f64) -> Self {
+    pub(crate) fn size_gib(mut self, g: f64) -> Self {
         self.size_gib = g;
         self
     }
@@ -535,7 +535,7 @@ impl Disk {
         self.queue = Some(q);
         self
     }
-    pub fn req_kib(mut self, k: f64) -> Self {
+    pub(crate) fn req_kib(mut self, k: f64) -> Self {
         self.req_kib = k;
         self
     }
@@ -543,13 +543,13 @@ impl Disk {
         self.partitions = n;
         self
     }
-    pub fn read_iops(&self) -> f64 {
+    pub(crate) fn read_iops(&self) -> f64 {
         self.read_mbs * 1e6 / (self.req_kib.max(0.5) * 1024.0)
     }
-    pub fn write_iops(&self) -> f64 {
+    pub(crate) fn write_iops(&self) -> f64 {
         self.write_mbs * 1e6 / (self.req_kib.max(0.5) * 1024.0)
     }
-    pub fn queue_size(&self) -> f64 {
+    pub(crate) fn queue_size(&self) -> f64 {
         self.queue
             .unwrap_or((self.read_iops() + self.write_iops()) * self.await_ms / 1000.0)
     }
@@ -607,7 +607,7 @@ impl Window {
         self
     }
     /// Seconds of [0, t) that fall inside the window.
-    pub fn overlap(&self, t: f64) -> f64 {
+    pub(crate) fn overlap(&self, t: f64) -> f64 {
         let len = (self.to_s - self.from_s).max(0.0);
         let one = |from: f64| (t.min(from + len) - from.max(0.0)).max(0.0);
         match self.every_s {
@@ -637,7 +637,7 @@ impl Window {
         }
     }
     /// How many windows have started in [0, t].
-    pub fn starts_before(&self, t: f64) -> u64 {
+    pub(crate) fn starts_before(&self, t: f64) -> u64 {
         if t < self.from_s {
             return 0;
         }
@@ -760,7 +760,7 @@ impl Nic {
         self.address = Some(mac.into());
         self
     }
-    pub fn is_admin_down(&self) -> bool {
+    pub(crate) fn is_admin_down(&self) -> bool {
         self.operstate == "down"
     }
 }
@@ -808,7 +808,7 @@ impl Swap {
         self.allocstall_s = s;
         self
     }
-    pub fn pgscan(mut self, direct_s: f64, kswapd_s: f64) -> Self {
+    pub(crate) fn pgscan(mut self, direct_s: f64, kswapd_s: f64) -> Self {
         self.pgscan_direct_s = direct_s;
         self.pgscan_kswapd_s = kswapd_s;
         self
@@ -1004,7 +1004,7 @@ impl Process {
         self.major_faults_s = major_s;
         self
     }
-    pub fn blkio(mut self, pct: f64) -> Self {
+    pub(crate) fn blkio(mut self, pct: f64) -> Self {
         self.blkio_pct = pct;
         self
     }
@@ -1124,4 +1124,27 @@ impl Churn {
         self.cpu_pct = pct;
         self
     }
+}
+
+/// `sda3` -> (index of disk `sda`, Some(3)); `sda` -> (index, None); nvme0n1p2 -> (.., Some(2)).
+pub fn split_partition(host: &Host, name: &str) -> Option<(usize, Option<u32>)> {
+    let mut best: Option<(usize, Option<u32>, usize)> = None;
+    for (i, d) in host.disks.iter().enumerate() {
+        if name == d.name {
+            return Some((i, None));
+        }
+        if let Some(rest) = name.strip_prefix(d.name.as_str()) {
+            let digits = rest
+                .strip_prefix('p')
+                .filter(|_| d.name.ends_with(|c: char| c.is_ascii_digit()));
+            let digits = digits.unwrap_or(rest);
+            if let Ok(n) = digits.parse::<u32>()
+                && n > 0
+                && best.as_ref().is_none_or(|b| d.name.len() > b.2)
+            {
+                best = Some((i, Some(n), d.name.len()));
+            }
+        }
+    }
+    best.map(|(i, n, _)| (i, n))
 }

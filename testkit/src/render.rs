@@ -78,7 +78,7 @@ pub struct BlockRates {
 }
 
 impl BlockRates {
-    pub fn of_disk(d: &Disk) -> BlockRates {
+    pub(crate) fn of_disk(d: &Disk) -> BlockRates {
         let r = d.read_iops();
         let w = d.write_iops();
         let q = d.queue_size();
@@ -103,7 +103,7 @@ impl BlockRates {
         }
     }
     /// md: throughput only; busy time, queue and request times stay 0.
-    pub fn of_md(read_mbs: f64, write_mbs: f64) -> BlockRates {
+    pub(crate) fn of_md(read_mbs: f64, write_mbs: f64) -> BlockRates {
         let req = 131072.0;
         BlockRates {
             r_ios: read_mbs * MB / req,
@@ -116,7 +116,7 @@ impl BlockRates {
 }
 
 /// One line of /proc/diskstats or one /sys/block/X/stat: the 11 (or 17) counters.
-pub fn block_counters(sim: &HostSim, r: &BlockRates) -> Vec<u64> {
+pub(crate) fn block_counters(sim: &HostSim, r: &BlockRates) -> Vec<u64> {
     let t = sim.t;
     let mut v = vec![
         sim.counter(r.r_ios, t, true),
@@ -177,7 +177,7 @@ fn disk_major_minor(name: &str, idx: usize) -> (u32, u32) {
 }
 
 /// Partitions of a disk: max(declared count, highest md member partition on it).
-pub fn partition_count(sim: &HostSim, disk_idx: usize) -> u32 {
+pub(crate) fn partition_count(sim: &HostSim, disk_idx: usize) -> u32 {
     let h = &sim.host;
     let mut n = h.disks[disk_idx].partitions;
     for m in &h.md {
@@ -193,7 +193,7 @@ pub fn partition_count(sim: &HostSim, disk_idx: usize) -> u32 {
 }
 
 /// Throughput of an md array (MB/s read, write), declared or derived from its members.
-pub fn md_rates(sim: &HostSim, md: &crate::model::MdArray) -> (f64, f64) {
+pub(crate) fn md_rates(sim: &HostSim, md: &crate::model::MdArray) -> (f64, f64) {
     let h = &sim.host;
     let mut reads = 0.0;
     let mut writes = 0.0;
@@ -359,7 +359,7 @@ pub fn sys_block_stat(sim: &HostSim, r: &BlockRates) -> String {
 // ----- NICs -------------------------------------------------------------------------------------
 
 /// The 16 counters of a /proc/net/dev line, in column order.
-pub type NetCounters = [u64; 16];
+pub(crate) type NetCounters = [u64; 16];
 
 fn nic_counters_one(sim: &HostSim, n: &Nic) -> NetCounters {
     let a = sim.nic_active_s(n);
@@ -396,7 +396,7 @@ fn nic_counters_one(sim: &HostSim, n: &Nic) -> NetCounters {
 }
 
 /// Counters of a NIC; a bond sums its slaves (wrapping like the flavour's counters).
-pub fn nic_counters(sim: &HostSim, n: &Nic) -> NetCounters {
+pub(crate) fn nic_counters(sim: &HostSim, n: &Nic) -> NetCounters {
     if n.slaves.is_empty() {
         return nic_counters_one(sim, n);
     }
@@ -491,7 +491,7 @@ fn mac_of(sim: &HostSim, n: &Nic) -> String {
 }
 
 /// Speed a NIC shows in sysfs while up: declared, or for a bond the sum of its up slaves.
-pub fn nic_speed(sim: &HostSim, n: &Nic) -> Option<u32> {
+pub(crate) fn nic_speed(sim: &HostSim, n: &Nic) -> Option<u32> {
     if !n.slaves.is_empty() && n.speed_mbit.is_none() {
         let s: u32 = n
             .slaves
@@ -1359,7 +1359,7 @@ pub fn mdstat(sim: &HostSim) -> String {
 }
 
 /// Every file under the proc root except the per-process directories (path, contents).
-pub fn proc_system_files(sim: &HostSim) -> Vec<(String, String)> {
+pub(crate) fn proc_system_files(sim: &HostSim) -> Vec<(String, String)> {
     let h = &sim.host;
     let mut v = vec![
         ("stat".to_string(), proc_stat(sim)),
@@ -1388,7 +1388,7 @@ pub fn proc_system_files(sim: &HostSim) -> Vec<(String, String)> {
 }
 
 /// Every entry of the sys root.
-pub fn sys_entries(sim: &HostSim) -> Vec<SysEntry> {
+pub(crate) fn sys_entries(sim: &HostSim) -> Vec<SysEntry> {
     let mut v = Vec::new();
     let n = sim.host.cores;
     let range = if n == 1 {
@@ -1639,7 +1639,7 @@ pub fn pid_stat(sim: &HostSim, p: &LiveProc, th: &LiveThread, whole: bool) -> St
     out
 }
 
-pub fn pid_status(sim: &HostSim, p: &LiveProc) -> String {
+pub(crate) fn pid_status(sim: &HostSim, p: &LiveProc) -> String {
     let k = sim.kernel();
     let main = &p.threads[0];
     let age = (sim.t - p.born_t).max(0.0);

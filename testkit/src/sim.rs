@@ -164,44 +164,23 @@ fn default_birth(p: &crate::model::Process, uptime: f64) -> f64 {
 }
 
 /// splitmix64: a small deterministic hash.
-pub fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
 }
 
-pub fn hash_str(s: &str) -> u64 {
+pub(crate) fn hash_str(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     })
 }
 
-/// `sda3` -> (index of disk `sda`, Some(3)); `sda` -> (index, None); nvme0n1p2 -> (.., Some(2)).
-pub fn split_partition(host: &Host, name: &str) -> Option<(usize, Option<u32>)> {
-    let mut best: Option<(usize, Option<u32>, usize)> = None;
-    for (i, d) in host.disks.iter().enumerate() {
-        if name == d.name {
-            return Some((i, None));
-        }
-        if let Some(rest) = name.strip_prefix(d.name.as_str()) {
-            let digits = rest
-                .strip_prefix('p')
-                .filter(|_| d.name.ends_with(|c: char| c.is_ascii_digit()));
-            let digits = digits.unwrap_or(rest);
-            if let Ok(n) = digits.parse::<u32>()
-                && n > 0
-                && best.as_ref().is_none_or(|b| d.name.len() > b.2)
-            {
-                best = Some((i, Some(n), d.name.len()));
-            }
-        }
-    }
-    best.map(|(i, n, _)| (i, n))
-}
+pub use crate::model::split_partition;
 
 /// Name of partition `n` of disk `disk` (sda -> sda3, nvme0n1 -> nvme0n1p3).
-pub fn partition_name(disk: &str, n: u32) -> String {
+pub(crate) fn partition_name(disk: &str, n: u32) -> String {
     if disk.ends_with(|c: char| c.is_ascii_digit()) {
         format!("{disk}p{n}")
     } else {
@@ -692,7 +671,7 @@ impl HostSim {
 
     // ----- linear counters -------------------------------------------------------------------
 
-    pub fn is32(&self) -> bool {
+    pub(crate) fn is32(&self) -> bool {
         self.host.kernel.counters_32bit()
     }
 
@@ -715,7 +694,7 @@ impl HostSim {
     /// A fast byte or sector counter (net/dev bytes, diskstats sectors): like
     /// [`counter`](Self::counter) with wrapping, but with `wrap_at_s` on a 32-bit flavour its
     /// start value is placed so it crosses 2^32 exactly `wrap_at_s` active seconds after t=0.
-    pub fn counter_fast(&self, rate: f64, active_s: f64) -> u64 {
+    pub(crate) fn counter_fast(&self, rate: f64, active_s: f64) -> u64 {
         match self.host.wrap_at_s {
             Some(w) if self.is32() && rate > 0.0 => {
                 let base = TWO32 - (rate * w).rem_euclid(TWO32);
@@ -731,7 +710,7 @@ impl HostSim {
     }
 
     /// Like [`counter`](Self::counter) for a field the kernel keeps in 32 bits on every flavour.
-    pub fn counter_u32(&self, rate: f64, active_s: f64) -> u64 {
+    pub(crate) fn counter_u32(&self, rate: f64, active_s: f64) -> u64 {
         let v = rate * (self.host.uptime_s / 5.0 + active_s);
         (if v.is_finite() && v > 0.0 {
             v.floor() as u64
@@ -768,12 +747,12 @@ impl HostSim {
         s
     }
 
-    pub fn thread_count(&self) -> usize {
+    pub(crate) fn thread_count(&self) -> usize {
         self.procs.values().map(|p| p.threads.len()).sum()
     }
 
     /// Seconds in [0, t) during which NIC `name` carried traffic (not admin down, no flap).
-    pub fn nic_active_s(&self, nic: &crate::model::Nic) -> f64 {
+    pub(crate) fn nic_active_s(&self, nic: &crate::model::Nic) -> f64 {
         if nic.is_admin_down() {
             return 0.0;
         }
@@ -781,7 +760,7 @@ impl HostSim {
         (self.t - down).max(0.0)
     }
 
-    pub fn nic_is_up(&self, nic: &crate::model::Nic) -> bool {
+    pub(crate) fn nic_is_up(&self, nic: &crate::model::Nic) -> bool {
         !nic.is_admin_down() && !nic.down.iter().any(|w| w.contains(self.t))
     }
 }

@@ -7,7 +7,7 @@
 use std::io::Write;
 
 /// Whether this run is CI's (`CI=true`, as CI sets it).
-pub fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 

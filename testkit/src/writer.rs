@@ -42,7 +42,7 @@ fn digest(b: &[u8]) -> u64 {
 }
 
 /// Writes `data` to `path` through a temporary file in the same directory and a rename.
-pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     let dir = path.parent().ok_or_else(|| io::Error::other("no parent"))?;
     let name = path
         .file_name()

@@ -5,19 +5,19 @@ use nasprobe_proto::MAX_CPUS;
 
 /// Order of the time fields on a `cpu` line, as the kernel prints them (user nice system idle
 /// iowait irq softirq steal; guest and guest_nice follow but are already inside user/nice).
-pub const CPU_FIELDS: usize = 8;
-pub const USER: usize = 0;
-pub const NICE: usize = 1;
-pub const SYSTEM: usize = 2;
-pub const IDLE: usize = 3;
+pub(crate) const CPU_FIELDS: usize = 8;
+pub(crate) const USER: usize = 0;
+pub(crate) const NICE: usize = 1;
+pub(crate) const SYSTEM: usize = 2;
+pub(crate) const IDLE: usize = 3;
 pub const IOWAIT: usize = 4;
-pub const IRQ: usize = 5;
-pub const SOFTIRQ: usize = 6;
-pub const STEAL: usize = 7;
+pub(crate) const IRQ: usize = 5;
+pub(crate) const SOFTIRQ: usize = 6;
+pub(crate) const STEAL: usize = 7;
 
 /// Raw cumulative ticks (USER_HZ) of one CPU or of all together. Fields a kernel does not print
 /// (steal before 2.6.11, ...) are 0.
-pub type CpuRaw = [u64; CPU_FIELDS];
+pub(crate) type CpuRaw = [u64; CPU_FIELDS];
 
 /// The parsed content of /proc/stat.
 #[derive(Debug, Clone, Default)]

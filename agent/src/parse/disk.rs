@@ -4,19 +4,19 @@
 use super::{ParseError, fields, lines, parse_u64};
 
 /// Counters kept per device, in file order after major, minor and name.
-pub const DISK_FIELDS: usize = 11;
-pub const READS: usize = 0;
-pub const READS_MERGED: usize = 1;
-pub const SECTORS_READ: usize = 2;
-pub const READ_MS: usize = 3;
-pub const WRITES: usize = 4;
-pub const WRITES_MERGED: usize = 5;
+pub(crate) const DISK_FIELDS: usize = 11;
+pub(crate) const READS: usize = 0;
+pub(crate) const READS_MERGED: usize = 1;
+pub(crate) const SECTORS_READ: usize = 2;
+pub(crate) const READ_MS: usize = 3;
+pub(crate) const WRITES: usize = 4;
+pub(crate) const WRITES_MERGED: usize = 5;
 pub const SECTORS_WRITTEN: usize = 6;
-pub const WRITE_MS: usize = 7;
+pub(crate) const WRITE_MS: usize = 7;
 /// A gauge, not a counter.
-pub const IN_FLIGHT: usize = 8;
-pub const IO_MS: usize = 9;
-pub const WEIGHTED_MS: usize = 10;
+pub(crate) const IN_FLIGHT: usize = 8;
+pub(crate) const IO_MS: usize = 9;
+pub(crate) const WEIGHTED_MS: usize = 10;
 
 /// One line of /proc/diskstats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub fn diskstats(buf: &[u8]) -> impl Iterator<Item = Result<DiskLine<'_>, ParseE
         .map(parse_disk_line)
 }
 
-pub fn parse_disk_line(line: &[u8]) -> Result<DiskLine<'_>, ParseError> {
+pub(crate) fn parse_disk_line(line: &[u8]) -> Result<DiskLine<'_>, ParseError> {
     let mut f = fields(line);
     let num = |v: Option<&[u8]>| -> Result<u32, ParseError> {
         let v = v.ok_or(ParseError::Truncated("diskstats device"))?;

@@ -57,7 +57,7 @@ pub fn trim(buf: &[u8]) -> &[u8] {
 }
 
 /// A decimal unsigned integer; `None` when empty, not all digits, or past u64.
-pub fn parse_u64(s: &[u8]) -> Option<u64> {
+pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 {
         return None;
     }
@@ -73,7 +73,7 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
 }
 
 /// A decimal signed integer (`-1` appears in sysfs speed and in /proc/net/snmp).
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     match s.split_first() {
         Some((b'-', rest)) => {
             let v = parse_u64(rest)?;
@@ -88,7 +88,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 }
 
 /// Required u64 field: missing is `Truncated(what)`, garbage is `Malformed(what)`.
-pub fn req_u64(f: Option<&[u8]>, what: &'static str) -> Result<u64, ParseError> {
+pub(crate) fn req_u64(f: Option<&[u8]>, what: &'static str) -> Result<u64, ParseError> {
     let f = f.ok_or(ParseError::Truncated(what))?;
     parse_u64(f).ok_or(ParseError::Malformed(what))
 }
@@ -98,7 +98,11 @@ pub fn req_u64(f: Option<&[u8]>, what: &'static str) -> Result<u64, ParseError> 
 /// labels: the kernel's comm limit and our field sizes are documented, so cutting here is the
 /// documented behaviour, not a silent loss of data).
 /// Returns false when it had to cut.
-pub fn to_label<const N: usize>(src: &[u8], max: usize, out: &mut heapless::String<N>) -> bool {
+pub(crate) fn to_label<const N: usize>(
+    src: &[u8],
+    max: usize,
+    out: &mut heapless::String<N>,
+) -> bool {
     out.clear();
     let max = max.min(N);
     let mut rest = src;

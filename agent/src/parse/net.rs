@@ -3,15 +3,15 @@
 use super::{ParseError, fields, lines, parse_i64, parse_u64};
 
 /// Counters kept per interface.
-pub const NET_FIELDS: usize = 8;
+pub(crate) const NET_FIELDS: usize = 8;
 pub const RX_BYTES: usize = 0;
-pub const RX_PACKETS: usize = 1;
-pub const RX_ERRORS: usize = 2;
-pub const RX_DROPPED: usize = 3;
-pub const TX_BYTES: usize = 4;
-pub const TX_PACKETS: usize = 5;
-pub const TX_ERRORS: usize = 6;
-pub const TX_DROPPED: usize = 7;
+pub(crate) const RX_PACKETS: usize = 1;
+pub(crate) const RX_ERRORS: usize = 2;
+pub(crate) const RX_DROPPED: usize = 3;
+pub(crate) const TX_BYTES: usize = 4;
+pub(crate) const TX_PACKETS: usize = 5;
+pub(crate) const TX_ERRORS: usize = 6;
+pub(crate) const TX_DROPPED: usize = 7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetDevLine<'a> {
@@ -28,7 +28,7 @@ pub fn net_dev(buf: &[u8]) -> impl Iterator<Item = Result<NetDevLine<'_>, ParseE
         .map(parse_net_dev_line)
 }
 
-pub fn parse_net_dev_line(line: &[u8]) -> Result<NetDevLine<'_>, ParseError> {
+pub(crate) fn parse_net_dev_line(line: &[u8]) -> Result<NetDevLine<'_>, ParseError> {
     let colon = line
         .iter()
         .rposition(|&b| b == b':')
@@ -78,7 +78,7 @@ pub struct TcpCounters {
 /// Calls `each(name, value)` for every header/value pair of the `prefix` (e.g. `b"Tcp:"`)
 /// line pair. Names are matched, never positions. Values may be negative (Tcp MaxConn -1);
 /// those are skipped.
-pub fn snmp_pairs(
+pub(crate) fn snmp_pairs(
     buf: &[u8],
     prefix: &[u8],
     mut each: impl FnMut(&[u8], u64),

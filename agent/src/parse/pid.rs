@@ -7,7 +7,7 @@ use nasprobe_proto::CMDLINE_LEN;
 /// Bytes of comm kept. The kernel's limit is TASK_COMM_LEN 16 (15 + NUL), but since 4.x kernel
 /// worker threads show longer names in /proc/PID/stat ("kworker/u8:2-events_unbound"); those
 /// are cut to the wire's `COMM_LEN` by the sampler. 64 holds every name the kernel prints.
-pub const COMM_BUF: usize = 64;
+pub(crate) const COMM_BUF: usize = 64;
 
 /// The fields of /proc/PID/stat the agent uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub fn parse_schedstat(buf: &[u8]) -> Result<u64, ParseError> {
 pub const DEFAULT_REDACT: [&[u8]; 4] = [b"password=", b"--password", b"token=", b"key="];
 
 /// What replaces a masked value.
-pub const MASK: &str = "***";
+pub(crate) const MASK: &str = "***";
 
 /// Formats a raw /proc/PID/cmdline (NUL-separated arguments) for display: arguments joined
 /// by one space, secrets masked, at most `max` bytes (capped at `CMDLINE_LEN`), non-UTF-8

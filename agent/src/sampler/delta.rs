@@ -3,7 +3,7 @@
 /// A 32-bit counter that wrapped advanced by less than this within one interval (2^31 events
 /// per interval is far beyond any NAS: 2 GiB/s of bytes at 1 Hz). A backwards step whose
 /// wrap-corrected delta is larger is a reset (device re-created, counters zeroed).
-pub const WRAP32_MAX_STEP: u64 = 1 << 31;
+pub(crate) const WRAP32_MAX_STEP: u64 = 1 << 31;
 
 /// `cur - prev` for a cumulative counter. A counter that went backwards from a value below
 /// 2^32 wrapped at 32 bits (32-bit kernels print `unsigned long` counters): the delta is
@@ -40,12 +40,12 @@ pub fn steps<const N: usize>(
 }
 
 /// Saturating narrowing for wire fields.
-pub fn u32s(v: u64) -> u32 {
+pub(crate) fn u32s(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
 /// Delta of two optional counters: None when either is missing or the counter reset.
-pub fn opt_step(prev: Option<u64>, cur: Option<u64>) -> Option<u32> {
+pub(crate) fn opt_step(prev: Option<u64>, cur: Option<u64>) -> Option<u32> {
     Some(u32s(step(prev?, cur?)?))
 }
 

@@ -16,10 +16,10 @@ use crate::parse::to_label;
 /// Names of /proc/diskstats remembered with their verdict (disk, partition, skipped): a NAS
 /// lists 20-60 (ram0-15, loop0-7, sdX and partitions, md, mtdblock). 256 covers 24-bay boxes
 /// with partitions; past it new names are ignored (logged once).
-pub const KNOWN_BLOCK_CAP: usize = 256;
+pub(crate) const KNOWN_BLOCK_CAP: usize = 256;
 /// Speed, duplex, mtu and carrier are re-read every this many samples, and at once when
 /// operstate changes (operstate is read every sample: it costs no driver call, speed may).
-pub const LINK_REFRESH_SAMPLES: u32 = 10;
+pub(crate) const LINK_REFRESH_SAMPLES: u32 = 10;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -277,7 +277,7 @@ struct Nic {
     mtu: Src,
 }
 
-pub struct Nics {
+pub(crate) struct Nics {
     nics: Vec<Nic>,
     hint: Vec<u16>,
     pub info: heapless::Vec<NicInfo, MAX_NICS>,

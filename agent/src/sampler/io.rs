@@ -9,8 +9,8 @@ use std::path::Path;
 use nix::errno::Errno;
 
 /// `statfs` magic numbers (linux/magic.h).
-pub const PROC_SUPER_MAGIC: i64 = 0x9fa0;
-pub const SYSFS_MAGIC: i64 = 0x6265_6572;
+pub(crate) const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+pub(crate) const SYSFS_MAGIC: i64 = 0x6265_6572;
 
 /// One root directory (`--proc-root` or `--sys-root`).
 pub struct Root {
@@ -51,7 +51,11 @@ impl Root {
     }
 
     /// Reads `rel` (relative path) once into `buf` with open/read/close.
-    pub fn read_once<'b>(&self, rel: &CStr, buf: &'b mut [u8]) -> Result<&'b [u8], ReadError> {
+    pub(crate) fn read_once<'b>(
+        &self,
+        rel: &CStr,
+        buf: &'b mut [u8],
+    ) -> Result<&'b [u8], ReadError> {
         let fd = open_raw(self.fd(), rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
         read_at(fd.as_raw_fd(), buf)
     }
@@ -59,7 +63,7 @@ impl Root {
 
 /// Why a read gave nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The file (or the process it belongs to) does not exist: `None`, no log.
     Missing,
     /// The content filled the whole buffer: it is bigger than the buffer's named capacity.
@@ -69,7 +73,7 @@ pub enum ReadError {
 }
 
 impl ReadError {
-    pub fn from_errno(e: Errno) -> ReadError {
+    pub(crate) fn from_errno(e: Errno) -> ReadError {
         match e {
             Errno::ENOENT | Errno::ESRCH | Errno::ENOTDIR => ReadError::Missing,
             e => ReadError::Io(e),
@@ -87,11 +91,11 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-pub fn cstring(b: &[u8]) -> Option<CString> {
+pub(crate) fn cstring(b: &[u8]) -> Option<CString> {
     CString::new(b).ok()
 }
 
-pub fn open_raw(dir: RawFd, path: &CStr, flags: i32) -> Result<OwnedFd, Errno> {
+pub(crate) fn open_raw(dir: RawFd, path: &CStr, flags: i32) -> Result<OwnedFd, Errno> {
     // SAFETY: path is NUL-terminated; the returned descriptor is owned by the OwnedFd.
     let fd = unsafe { libc::openat(dir, path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOCTTY) };
     if fd < 0 {
@@ -104,7 +108,7 @@ pub fn open_raw(dir: RawFd, path: &CStr, flags: i32) -> Result<OwnedFd, Errno> {
 
 /// One pread at offset 0. A short read is the end of the file (true for seq_file, kernfs and
 /// regular files); a read that fills the buffer means the file is bigger than it: `Full`.
-pub fn read_at(fd: RawFd, buf: &mut [u8]) -> Result<&[u8], ReadError> {
+pub(crate) fn read_at(fd: RawFd, buf: &mut [u8]) -> Result<&[u8], ReadError> {
     loop {
         // SAFETY: buf is valid for buf.len() bytes.
         let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
@@ -125,7 +129,7 @@ pub fn read_at(fd: RawFd, buf: &mut [u8]) -> Result<&[u8], ReadError> {
 
 /// A file read every sample: kept open on a real root, reopened otherwise. Errors are logged
 /// once per source (and once more when it recovers).
-pub struct Src {
+pub(crate) struct Src {
     rel: CString,
     fd: Option<OwnedFd>,
     logged: bool,
@@ -133,14 +137,6 @@ pub struct Src {
 
 impl Src {
     pub fn new(rel: &str) -> Src {
-        Src {
-            rel: CString::new(rel).unwrap_or_default(),
-            fd: None,
-            logged: false,
-        }
-    }
-
-    pub fn from_bytes(rel: &[u8]) -> Src {
         Src {
             rel: CString::new(rel).unwrap_or_default(),
             fd: None,
@@ -183,7 +179,7 @@ impl Src {
     }
 
     /// Logs a problem with this source, once.
-    pub fn complain(&mut self, root: &Root, what: &dyn std::fmt::Display) {
+    pub(crate) fn complain(&mut self, root: &Root, what: &dyn std::fmt::Display) {
         if !self.logged {
             self.logged = true;
             log::warn!(
@@ -209,7 +205,7 @@ impl Once {
 }
 
 /// Builds "<a>/<b>/<file>" paths of numbers into a reusable stack buffer.
-pub struct PathBuf64 {
+pub(crate) struct PathBuf64 {
     buf: [u8; 96],
     len: usize,
 }
@@ -250,7 +246,7 @@ impl PathBuf64 {
         self
     }
 
-    pub fn as_cstr(&mut self) -> &CStr {
+    pub(crate) fn as_cstr(&mut self) -> &CStr {
         self.buf[self.len] = 0;
         CStr::from_bytes_with_nul(&self.buf[..=self.len]).unwrap_or(c"")
     }
@@ -258,7 +254,7 @@ impl PathBuf64 {
 
 /// Reads the numeric directory entries (pids, tids) of `dir` into `out`, sorted. Returns false
 /// when `out` was full (the rest were left out; the caller logs and counts it).
-pub fn list_numeric(
+pub(crate) fn list_numeric(
     dir: RawFd,
     dents: &mut [u8],
     out: &mut Vec<u32>,
@@ -305,7 +301,7 @@ pub fn list_numeric(
 }
 
 /// Names of the entries of a directory (sysfs listings: md slaves); setup-time only.
-pub fn list_names(root: &Root, rel: &str) -> Vec<Vec<u8>> {
+pub(crate) fn list_names(root: &Root, rel: &str) -> Vec<Vec<u8>> {
     let mut p = root.path.clone();
     p.push(rel);
     let mut v: Vec<Vec<u8>> = match std::fs::read_dir(&p) {
@@ -320,7 +316,7 @@ pub fn list_names(root: &Root, rel: &str) -> Vec<Vec<u8>> {
 }
 
 /// Reads a small file under a root (setup-time, allocation allowed).
-pub fn read_small(root: &Root, rel: &str) -> Option<Vec<u8>> {
+pub(crate) fn read_small(root: &Root, rel: &str) -> Option<Vec<u8>> {
     let mut buf = [0u8; 4096];
     let c = cstring(rel.as_bytes())?;
     root.read_once(&c, &mut buf).ok().map(|b| b.to_vec())

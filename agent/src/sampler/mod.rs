@@ -20,9 +20,7 @@ mod devices;
 pub mod io;
 mod procs;
 
-pub use delta::{WRAP32_MAX_STEP, step};
-pub use devices::{KNOWN_BLOCK_CAP, LINK_REFRESH_SAMPLES};
-pub use procs::{CMDLINE_SLOTS, HOT_THREAD_PROCS, KEPT_PID_FDS, PROC_TABLE_CAP, THREAD_TABLE_CAP};
+pub use delta::step;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -43,7 +41,7 @@ use io::{Once, Root, Src};
 /// The one read buffer shared by every file. /proc/stat is the largest file read: ~100 bytes
 /// per CPU plus the `intr` line (one number per IRQ: a few KiB on a NAS, tens of KiB on big
 /// servers). 64 KiB holds it for MAX_CPUS=256; a bigger file is `ReadError::Full`, logged.
-pub const READ_BUF: usize = 64 * 1024;
+pub(crate) const READ_BUF: usize = 64 * 1024;
 
 /// What the agent tells about its host (fixed at start).
 #[derive(Debug, Clone, Default)]
@@ -221,7 +219,7 @@ impl Sampler {
     /// Wall clock at the end of the last sample's interval, ms since the epoch: read at the
     /// same moment as the monotonic clock that measured the interval, so that a host too busy
     /// to run the agent promptly does not shift record times against their intervals.
-    pub fn sample_wall_ms(&self) -> u64 {
+    pub(crate) fn sample_wall_ms(&self) -> u64 {
         self.last_wall_ms
     }
 
@@ -489,31 +487,4 @@ fn clear(out: &mut Sample) {
     out.agent.rss_kib = 0;
 }
 
-/// An empty sample to fill (the server keeps one and reuses it).
-pub fn empty_sample() -> Sample {
-    Sample {
-        interval_us: 0,
-        cpu_total: CpuTicks::default(),
-        cpus: heapless::Vec::new(),
-        procs_running: 0,
-        procs_blocked: 0,
-        forks: 0,
-        context_switches: 0,
-        short_lived: 0,
-        top: heapless::Vec::new(),
-        disks: heapless::Vec::new(),
-        nics: heapless::Vec::new(),
-        memory: None,
-        vm: None,
-        tcp: None,
-        mounts: heapless::Vec::new(),
-        agent: AgentSelf::default(),
-    }
-}
-
-/// Wall clock now, ms since the Unix epoch (0 if the clock is before 1970).
-pub(crate) fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub(crate) use nasprobe_proto::time::now_ms as wall_ms;

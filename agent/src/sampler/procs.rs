@@ -31,28 +31,27 @@ use crate::parse::pid::{DEFAULT_REDACT, PidStat, format_cmdline, parse_pid_stat,
 /// many ~100-byte entries are reserved at start (~1.6 MiB of address space, touched only as
 /// far as used). More processes than this: the highest pids are left out, logged once and
 /// counted in [`Procs::table_full`].
-pub const PROC_TABLE_CAP: usize = 8192;
+pub(crate) const PROC_TABLE_CAP: usize = 8192;
 /// /proc/PID/stat descriptors kept open on a real procfs (2.5 µs per read instead of 6.6 µs
 /// with open/read/close). Each kept seq_file pins about one page of kernel memory, so 256
 /// costs at most ~1 MiB of kernel memory; processes past it are opened per read.
-pub const KEPT_PID_FDS: usize = 256;
+pub(crate) const KEPT_PID_FDS: usize = 256;
 /// Formatted command lines kept for exit events (a process's cmdline is unreadable once it
 /// has gone). 1024 slots of CMDLINE_LEN bytes = 256 KiB reserved, touched as used; when full,
 /// exit events of the extra processes carry an empty command line (logged once).
-pub const CMDLINE_SLOTS: usize = 1024;
+pub(crate) const CMDLINE_SLOTS: usize = 1024;
 /// The top processes whose busiest thread is looked for (each costs a /proc/PID/task scan).
-pub const HOT_THREAD_PROCS: usize = 3;
+pub(crate) const HOT_THREAD_PROCS: usize = 3;
 /// Threads read per hot process per sample; more are left out (logged once).
-pub const THREADS_PER_PROC_MAX: usize = 1024;
+pub(crate) const THREADS_PER_PROC_MAX: usize = 1024;
 /// Thread counters kept from one sample to the next: HOT_THREAD_PROCS x 1024 plus headroom.
-pub const THREAD_TABLE_CAP: usize = 4096;
+pub(crate) const THREAD_TABLE_CAP: usize = 4096;
 /// Bytes of /proc/PID/cmdline read before formatting (redaction needs the arguments whole;
 /// the output is cut to --cmdline-bytes afterwards).
-pub const CMDLINE_READ: usize = 4096;
+pub(crate) const CMDLINE_READ: usize = 4096;
 /// getdents64 buffer: ~200 entries of /proc per call.
-pub const DENTS_BUF: usize = 8 * 1024;
+pub(crate) const DENTS_BUF: usize = 8 * 1024;
 
-const F_KNOWN_AT_START: u8 = 1;
 const F_START_SENT: u8 = 2;
 const F_CMDLINE_SENT: u8 = 4;
 const F_WAS_TOP: u8 = 8;
@@ -75,7 +74,6 @@ struct Proc {
     threads: u32,
     d_utime: u32,
     d_stime: u32,
-    d_run_delay_us: Option<u32>,
     comm: [u8; COMM_LEN],
     comm_len: u8,
     state: u8,
@@ -100,7 +98,7 @@ struct Thr {
     at: u32,
 }
 
-pub struct Procs {
+pub(crate) struct Procs {
     table: Vec<Proc>,
     next: Vec<Proc>,
     scan: Vec<u32>,
@@ -224,7 +222,7 @@ impl Procs {
         }
         if priming {
             for i in 0..self.table.len() {
-                self.table[i].flags |= F_KNOWN_AT_START | F_START_SENT;
+                self.table[i].flags |= F_START_SENT;
                 self.capture_cmdline(root, buf, i);
             }
             return;
@@ -452,7 +450,6 @@ impl Procs {
             threads: st.num_threads,
             d_utime: 0,
             d_stime: 0,
-            d_run_delay_us: None,
             comm: [0; COMM_LEN],
             comm_len: 0,
             state: st.state,
@@ -602,7 +599,6 @@ impl Procs {
         };
         p.run_delay = ns;
         p.rd_at = self.sample_no;
-        p.d_run_delay_us = r;
         r
     }
 

@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame};
-use nasprobe_proto::{Auth, Hello, Message, Record, Resume, auth, encode_frame};
+use nasprobe_proto::handshake::{ClientAction, ClientHandshake};
+use nasprobe_proto::{Hello, Message, Record, Resume, encode_frame};
 
 /// Every wait in these tests is bounded by this unless said otherwise.
 pub const STEP: Duration = Duration::from_secs(10);
@@ -276,32 +277,23 @@ impl Conn {
         self.recv_within(STEP)
     }
 
-    /// Challenge → Auth → AuthOk (checked) → Hello.
+    /// Challenge → Auth → AuthOk (checked) → Hello, driven by the protocol's own handshake
+    /// machine.
     pub fn handshake(&mut self, token: &[u8]) -> Result<Hello, String> {
-        let nonce = match self.recv()? {
-            Message::Challenge(c) => c.agent_nonce,
-            m => return Err(format!("expected Challenge, got {m:?}")),
-        };
         let mut client_nonce = [0u8; 32];
         for (i, b) in client_nonce.iter_mut().enumerate() {
             *b = (i as u8)
                 .wrapping_mul(31)
                 .wrapping_add(std::process::id() as u8);
         }
-        let mac = auth::client_proof(token, &nonce, &client_nonce);
-        self.send(&Message::Auth(Auth { client_nonce, mac }));
-        match self.recv()? {
-            Message::AuthOk(ok) => {
-                let expect = auth::agent_proof(token, &nonce, &client_nonce);
-                if !auth::proofs_equal(&expect, &ok.mac) {
-                    return Err("agent's AuthOk proof is wrong".into());
-                }
+        let mut hs = ClientHandshake::new(client_nonce);
+        loop {
+            match hs.on_message(token, self.recv()?) {
+                Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)),
+                Ok(ClientAction::Wait) => {}
+                Ok(ClientAction::Hello(h)) => return Ok(h),
+                Err(e) => return Err(format!("handshake: {e:?}")),
             }
-            m => return Err(format!("expected AuthOk, got {m:?}")),
-        }
-        match self.recv()? {
-            Message::Hello(h) => Ok(h),
-            m => Err(format!("expected Hello, got {m:?}")),
         }
     }
 

@@ -14,10 +14,10 @@ use crate::input::HostData;
 use crate::report::HostSummary;
 use crate::series::{HostSeries, ThreadKey};
 use crate::stats::{max, median, percentile};
-use crate::verdict::{self, Candidate, MB, pct};
+use crate::verdict::{self, Candidate, MB, Resource, pct};
 
 /// Everything the charts of one host need.
-pub struct HostCtx<'a> {
+pub(crate) struct HostCtx<'a> {
     pub data: &'a HostData,
     pub s: &'a HostSeries,
     pub sum: Option<&'a HostSummary>,
@@ -25,19 +25,19 @@ pub struct HostCtx<'a> {
     pub ax: TimeAxis,
     pub cands: Vec<Candidate>,
     /// The resource named as the wall when it is on this host.
-    pub wall: Option<&'static str>,
+    pub wall: Option<Resource>,
     pub markers: Vec<Marker>,
 }
 
 /// Events of one kind within two pixels of each other, drawn as one marker that lists them all.
 #[derive(Debug, Clone)]
-pub struct Marker {
+pub(crate) struct Marker {
     pub t: f64,
     pub class: &'static str,
     pub texts: Vec<String>,
 }
 
-pub fn event_class(e: &Event) -> &'static str {
+pub(crate) fn event_class(e: &Event) -> &'static str {
     match e {
         Event::ProcessStart(_) => "ev-start",
         Event::ProcessExit(_) => "ev-exit",
@@ -47,8 +47,16 @@ pub fn event_class(e: &Event) -> &'static str {
     }
 }
 
-/// One line of hover text for an event.
-pub fn describe(time_ms: u64, e: &Event) -> String {
+/// CPU seconds an event reports (a process exit's ticks at its instance's clock rate).
+pub(crate) fn event_cpu_s(h: &HostData, e: &crate::input::TimedEvent) -> f64 {
+    match &e.event {
+        Event::ProcessExit(x) => h.ticks_s(e.instance, x.cpu_ticks),
+        _ => 0.0,
+    }
+}
+
+/// One line of hover text for an event; `cpu_s` turns its instance's ticks into seconds.
+pub fn describe(time_ms: u64, e: &Event, cpu_s: f64) -> String {
     let at = when(time_ms);
     match e {
         Event::ProcessStart(p) => format!(
@@ -62,7 +70,7 @@ pub fn describe(time_ms: u64, e: &Event) -> String {
             x.process.comm.as_str(),
             x.process.pid,
             dur(x.lifetime_ms as f64 / 1000.0),
-            x.cpu_ticks as f64 / 100.0,
+            cpu_s,
             x.process.cmdline.as_str()
         ),
         Event::LinkChange(l) => format!(
@@ -112,7 +120,8 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
             m.class = class;
             m.t = e.time_ms as f64;
         }
-        m.texts.push(describe(e.time_ms, &e.event));
+        m.texts
+            .push(describe(e.time_ms, &e.event, event_cpu_s(data, e)));
     }
     groups.into_values().collect()
 }
@@ -299,7 +308,7 @@ fn max_bins(bins: &[Bin]) -> f64 {
 }
 
 /// The NIC that carries the transfer: the busiest one that is not loopback (bonds last).
-pub fn busiest_nic(s: &HostSeries) -> Option<&str> {
+pub(crate) fn busiest_nic(s: &HostSeries) -> Option<&str> {
     s.nics
         .iter()
         .filter(|(n, _)| n.as_str() != "lo")
@@ -836,14 +845,12 @@ pub fn memory(c: &HostCtx) -> (String, String) {
     (o, caption)
 }
 
-const ORDER: [&str; 5] = ["cpu_thread", "cpu_all", "disk", "nic", "memory"];
-
-fn threshold(resource: &str) -> Option<f64> {
+fn threshold(resource: Resource) -> Option<f64> {
     match resource {
-        "cpu_thread" => Some(verdict::THREAD_WALL),
-        "cpu_all" => Some(verdict::CPU_ALL_WALL),
-        "disk" => Some(verdict::DISK_WALL),
-        "nic" => Some(verdict::NIC_WALL),
+        Resource::CpuThread => Some(verdict::THREAD_WALL),
+        Resource::CpuAll => Some(verdict::CPU_ALL_WALL),
+        Resource::Disk => Some(verdict::DISK_WALL),
+        Resource::Nic => Some(verdict::NIC_WALL),
         _ => None,
     }
 }
@@ -854,7 +861,7 @@ pub fn bottleneck(c: &HostCtx) -> (String, String) {
     let (bx0, bx1) = (178.0, 540.0);
     let top = 18.0;
     let rh = 24.0;
-    let rows: Vec<&Candidate> = ORDER
+    let rows: Vec<&Candidate> = Resource::WALLS
         .iter()
         .filter_map(|r| c.cands.iter().find(|x| x.resource == *r))
         .collect();
@@ -880,11 +887,13 @@ pub fn bottleneck(c: &HostCtx) -> (String, String) {
     for (i, cand) in rows.iter().enumerate() {
         let y = top + i as f64 * rh;
         let label = match cand.resource {
-            "cpu_thread" => format!("one thread · {}", cand.process.as_deref().unwrap_or("?")),
-            "cpu_all" => format!("all {} cores", c.s.cpu_count.max(1)),
-            "disk" => format!("busiest disk · {}", cand.device.as_deref().unwrap_or("?")),
-            "nic" => format!("link · {}", cand.device.as_deref().unwrap_or("?")),
-            "memory" => {
+            Resource::CpuThread => {
+                format!("one thread · {}", cand.process.as_deref().unwrap_or("?"))
+            }
+            Resource::CpuAll => format!("all {} cores", c.s.cpu_count.max(1)),
+            Resource::Disk => format!("busiest disk · {}", cand.device.as_deref().unwrap_or("?")),
+            Resource::Nic => format!("link · {}", cand.device.as_deref().unwrap_or("?")),
+            Resource::Memory => {
                 if cand.wall {
                     "memory · swapping".into()
                 } else {

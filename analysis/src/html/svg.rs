@@ -9,9 +9,9 @@ use crate::time::rfc3339;
 /// Width of every chart in SVG user units (the page scales it to the column width).
 pub const W: f64 = 640.0;
 /// Left edge of the plot area (room for the y labels).
-pub const X0: f64 = 46.0;
+pub(crate) const X0: f64 = 46.0;
 /// Right edge of the plot area (room for a right-hand axis).
-pub const X1: f64 = 596.0;
+pub(crate) const X1: f64 = 596.0;
 
 /// Escapes text for HTML / SVG content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -42,7 +42,7 @@ pub fn n1(x: f64) -> String {
 
 /// The time axis every chart of the report shares: ms since the epoch to x.
 #[derive(Debug, Clone, Copy)]
-pub struct TimeAxis {
+pub(crate) struct TimeAxis {
     pub t0: f64,
     pub t1: f64,
 }
@@ -58,18 +58,18 @@ impl TimeAxis {
     }
 
     /// One bucket per horizontal pixel of the plot area.
-    pub fn buckets(&self) -> usize {
+    pub(crate) fn buckets(&self) -> usize {
         (X1 - X0).round() as usize
     }
 
-    pub fn span_ms(&self) -> f64 {
+    pub(crate) fn span_ms(&self) -> f64 {
         self.t1 - self.t0
     }
 }
 
 /// One displayed point: the time it covers (ms) and the min / max / mean of the samples in it.
 #[derive(Debug, Clone, Copy)]
-pub struct Bin {
+pub(crate) struct Bin {
     pub t0: f64,
     pub t1: f64,
     pub min: f64,
@@ -80,7 +80,7 @@ pub struct Bin {
 
 /// The time span of each sample of a host (start, end in ms) and the usual interval.
 #[derive(Debug, Clone)]
-pub struct Spans {
+pub(crate) struct Spans {
     pub spans: Vec<(f64, f64)>,
     /// Median interval, ms.
     pub step: f64,
@@ -101,7 +101,7 @@ impl Spans {
 /// Downsamples a series to at most one bin per pixel (min / max / mean per bucket); a series
 /// with fewer points than pixels keeps every point. Unknown (NaN) values are left out, so the
 /// line breaks there.
-pub fn downsample(sp: &Spans, v: &[f64], ax: &TimeAxis) -> Vec<Bin> {
+pub(crate) fn downsample(sp: &Spans, v: &[f64], ax: &TimeAxis) -> Vec<Bin> {
     let nb = ax.buckets();
     if sp.spans.len() <= nb {
         return sp
@@ -178,7 +178,7 @@ fn mid(b: &Bin) -> f64 {
 }
 
 /// Line through the means; a lone point becomes a short flat stroke over its span.
-pub fn line_path(bins: &[Bin], step: f64, ax: &TimeAxis, y: impl Fn(f64) -> f64) -> String {
+pub(crate) fn line_path(bins: &[Bin], step: f64, ax: &TimeAxis, y: impl Fn(f64) -> f64) -> String {
     let mut d = String::new();
     for seg in segments(bins, step) {
         if seg.len() == 1 {
@@ -206,7 +206,12 @@ pub fn line_path(bins: &[Bin], step: f64, ax: &TimeAxis, y: impl Fn(f64) -> f64)
 }
 
 /// The min..max envelope of downsampled bins (empty when nothing was merged).
-pub fn envelope_path(bins: &[Bin], step: f64, ax: &TimeAxis, y: impl Fn(f64) -> f64) -> String {
+pub(crate) fn envelope_path(
+    bins: &[Bin],
+    step: f64,
+    ax: &TimeAxis,
+    y: impl Fn(f64) -> f64,
+) -> String {
     let mut d = String::new();
     if !bins.iter().any(|b| b.n > 1) {
         return d;
@@ -233,7 +238,7 @@ pub fn envelope_path(bins: &[Bin], step: f64, ax: &TimeAxis, y: impl Fn(f64) -> 
 }
 
 /// Area between the means and a baseline, over the full span of each run.
-pub fn area_path(
+pub(crate) fn area_path(
     bins: &[Bin],
     step: f64,
     ax: &TimeAxis,
@@ -267,7 +272,13 @@ pub fn area_path(
 
 /// Heat-strip cells: one path per level (1..=10, tenths of the value clamped to 0..1), each
 /// row `rows[r]` at `top + r * rh`. Neighbouring cells of one level merge into one rectangle.
-pub fn heat_paths(rows: &[Vec<Bin>], step: f64, ax: &TimeAxis, top: f64, rh: f64) -> Vec<String> {
+pub(crate) fn heat_paths(
+    rows: &[Vec<Bin>],
+    step: f64,
+    ax: &TimeAxis,
+    top: f64,
+    rh: f64,
+) -> Vec<String> {
     let mut paths = vec![String::new(); 11];
     let h = (rh - if rh >= 5.0 { 1.0 } else { 0.0 }).max(1.0);
     for (r, bins) in rows.iter().enumerate() {
@@ -301,7 +312,7 @@ pub fn heat_paths(rows: &[Vec<Bin>], step: f64, ax: &TimeAxis, top: f64, rh: f64
 }
 
 /// A round step giving at most about `n` ticks up to `max`.
-pub fn nice_step(max: f64, n: usize) -> f64 {
+pub(crate) fn nice_step(max: f64, n: usize) -> f64 {
     let raw = (max / n.max(1) as f64).max(1e-9);
     let mag = 10f64.powf(raw.log10().floor());
     for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
@@ -313,7 +324,7 @@ pub fn nice_step(max: f64, n: usize) -> f64 {
 }
 
 /// Time ticks (ms) with their labels, aligned to round UTC times.
-pub fn time_ticks(ax: &TimeAxis) -> Vec<(f64, String)> {
+pub(crate) fn time_ticks(ax: &TimeAxis) -> Vec<(f64, String)> {
     const STEPS_S: [u64; 19] = [
         1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200,
         86_400, 172_800,

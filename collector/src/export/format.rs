@@ -8,7 +8,7 @@ use std::io::Write as _;
 use super::metrics::{ALL, Metric, OwnedPoint, Sink};
 
 /// Label keys in the CSV column order (every label any metric has).
-pub const LABEL_KEYS: &[&str] = &[
+pub(crate) const LABEL_KEYS: &[&str] = &[
     "host",
     "cpu",
     "device",
@@ -19,7 +19,7 @@ pub const LABEL_KEYS: &[&str] = &[
 ];
 
 /// Escapes a Prometheus label value (`\`, `"`, newline).
-pub fn escape_label(out: &mut Vec<u8>, v: &str) {
+pub(crate) fn escape_label(out: &mut Vec<u8>, v: &str) {
     for b in v.bytes() {
         match b {
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -66,7 +66,7 @@ impl Sink for PromLines {
 
 /// The text exposition format 0.0.4 of `points` (no timestamps): families in the order of
 /// [`ALL`], each with its HELP and TYPE lines once.
-pub fn exposition(points: &[OwnedPoint]) -> Vec<u8> {
+pub(crate) fn exposition(points: &[OwnedPoint]) -> Vec<u8> {
     let mut out = Vec::with_capacity(points.len() * 80 + 4096);
     let rank = |p: &OwnedPoint| {
         ALL.iter()
@@ -153,7 +153,7 @@ impl<W: std::io::Write> Sink for Influx<W> {
 }
 
 /// CSV with a header: `timestamp_ms,time,metric,<label columns>,value`, one point per row.
-pub struct Csv<W: std::io::Write> {
+pub(crate) struct Csv<W: std::io::Write> {
     pub out: W,
     pub error: Option<std::io::Error>,
     line: String,
@@ -187,28 +187,8 @@ fn csv_field(out: &mut String, v: &str) {
 }
 
 /// RFC 3339 UTC with milliseconds.
-pub fn rfc3339_ms(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+pub(crate) fn rfc3339_ms(ms: u64) -> String {
+    nasprobe_proto::time::Rfc3339 { ms, millis: true }.to_string()
 }
 
 impl<W: std::io::Write> Sink for Csv<W> {
@@ -233,7 +213,7 @@ impl<W: std::io::Write> Sink for Csv<W> {
 }
 
 /// JSON lines: `{"timestamp_ms":..,"time":"..","metric":"..","host":"..",<labels>,"value":..}`.
-pub struct JsonLines<W: std::io::Write> {
+pub(crate) struct JsonLines<W: std::io::Write> {
     pub out: W,
     pub error: Option<std::io::Error>,
     line: String,

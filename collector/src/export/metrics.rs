@@ -2,7 +2,7 @@
 //! that turns a stored sample (or event) into points. Every format (Prometheus text for
 //! VictoriaMetrics and the scrape endpoint, InfluxDB line protocol, CSV, JSON lines) writes
 //! what [`emit_sample`] and [`emit_event`] hand to its [`Sink`], so the figures are the same
-//! everywhere, and the same as the views' and the report's (rates come from [`crate::model`]).
+//! everywhere, and the same as the views' and the report's (rates come from [`nasprobe_formulas`]).
 //!
 //! Conventions: rates are gauges with the unit in the name (`_bytes_per_second`,
 //! `_per_second`, `_ratio` for 0..1 fractions, `_seconds`, `_bytes`); every series has a `host`
@@ -11,7 +11,7 @@
 
 use nasprobe_proto::{DeviceAdded, Event, Hello, Sample, flags};
 
-use crate::model;
+use nasprobe_formulas as f;
 
 /// Metric type in the Prometheus exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +125,7 @@ metrics! {
     NET_UP = "nasprobe_network_up", Gauge, ["device"],
         "1 when the link is up", "node_network_up";
     NET_UTIL = "nasprobe_network_utilization_ratio", Gauge, ["device"],
-        "Use of the link: full duplex max(rx, tx) / speed, half duplex (rx + tx) / speed",
+        "Use of the link: full duplex max(rx, tx) / speed, half duplex (rx + tx) / speed, unknown duplex as full",
         "";
     MEM_TOTAL = "nasprobe_memory_total_bytes", Gauge, [],
         "Memory the kernel manages", "node_memory_MemTotal_bytes";
@@ -258,7 +258,7 @@ impl Sink for Points {
 /// points of one series at one timestamp are a conflict for Prometheus and a duplicate for
 /// VictoriaMetrics. A record stamped at or before the previous one goes 1 ms after it.
 #[derive(Debug, Default)]
-pub struct Stamper {
+pub(crate) struct Stamper {
     last: std::collections::HashMap<(i64, bool), u64>,
 }
 
@@ -277,7 +277,7 @@ impl Stamper {
     }
 
     /// The timestamp to write for a record of `key` stamped `t` by the agent.
-    pub fn stamp(&mut self, key: (i64, bool), t: u64) -> u64 {
+    pub(crate) fn stamp(&mut self, key: (i64, bool), t: u64) -> u64 {
         let l = self.last.entry(key).or_insert(0);
         let out = if t <= *l && *l > 0 { *l + 1 } else { t };
         *l = out;
@@ -303,16 +303,36 @@ fn put(
 ///
 /// Disks and NICs of the inventory that the sample leaves out (idle: zero deltas) read zero,
 /// as in the report's series. Entries flagged RESET (unknown delta) are left out, never zero.
+/// Every figure comes from [`nasprobe_formulas`], as the report's and the agent's do.
 pub fn emit_sample(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, ts: u64) {
-    let secs = model::interval_s(s);
-    let per_s = |x: f64| x / secs;
     let h = [("host", host)];
-    put(sink, INTERVAL, &h, secs, ts);
+    put(sink, INTERVAL, &h, f::interval_s(s), ts);
+    emit_cpu(sink, host, s, ts);
+    emit_procs(sink, host, hello, s, ts);
+    emit_disks(sink, host, hello, s, ts);
+    emit_nics(sink, host, hello, s, ts);
+    emit_memory(sink, host, s, ts);
+    emit_tcp(sink, host, s, ts);
+    for m in &s.mounts {
+        if let Some(path) = hello.mounts.get(usize::from(m.mount)) {
+            let l = [("host", host), ("mountpoint", path.as_str())];
+            put(sink, FS_USED, &l, m.used_bytes as f64, ts);
+            put(sink, FS_AVAIL, &l, m.free_bytes as f64, ts);
+        }
+    }
+    // The agent's own cost.
+    put(sink, AGENT_CPU, &h, f::us_fraction(s, s.agent.cpu_us), ts);
+    put(sink, AGENT_RSS, &h, f64::from(s.agent.rss_kib) * 1024.0, ts);
+    put(sink, AGENT_CLIENTS, &h, f64::from(s.agent.clients), ts);
+}
 
-    // CPU.
+/// CPU per core and together, run queue, context switches and forks.
+fn emit_cpu(sink: &mut dyn Sink, host: &str, s: &Sample, ts: u64) {
+    let h = [("host", host)];
+    let per_s = |x: f64| f::per_s(s, x);
     let mut cpu_label = String::new();
     for (i, c) in s.cpus.iter().enumerate() {
-        if let Some(b) = model::cpu_busy(c) {
+        if let Some(b) = f::cpu_busy(c) {
             cpu_label.clear();
             use std::fmt::Write as _;
             let _ = write!(cpu_label, "{i}");
@@ -325,10 +345,10 @@ pub fn emit_sample(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, t
             );
         }
     }
-    if let Some(b) = model::cpu_busy(&s.cpu_total) {
+    if let Some(b) = f::cpu_busy(&s.cpu_total) {
         put(sink, CPU_ALL_BUSY, &h, b, ts);
     }
-    if let Some(w) = model::cpu_iowait(&s.cpu_total) {
+    if let Some(w) = f::cpu_iowait(&s.cpu_total) {
         put(sink, CPU_ALL_IOWAIT, &h, w, ts);
     }
     put(sink, PROCS_RUNNING, &h, f64::from(s.procs_running), ts);
@@ -342,55 +362,27 @@ pub fn emit_sample(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, t
     );
     put(sink, FORKS, &h, per_s(f64::from(s.forks)), ts);
     put(sink, SHORT_LIVED, &h, per_s(f64::from(s.short_lived)), ts);
+}
 
-    // Processes (same name adds up) and their hottest threads (same process and thread name:
-    // the busiest), as the report's series do.
-    let hz = f64::from(hello.clock_ticks_per_sec.max(1));
-    let mut procs: Vec<(&str, f64, Option<f64>)> = Vec::new();
-    let mut threads: Vec<(&str, &str, f64)> = Vec::new();
-    for p in &s.top {
-        let cores = model::proc_cpu(hello, s, p);
-        let delay = p.run_delay_us.map(|d| f64::from(d) / (secs * 1e6));
-        match procs.iter_mut().find(|x| x.0 == p.comm.as_str()) {
-            Some(x) => {
-                x.1 += cores;
-                if let Some(d) = delay {
-                    x.2 = Some(x.2.unwrap_or(0.0) + d);
-                }
-            }
-            None => procs.push((p.comm.as_str(), cores, delay)),
-        }
-        let t = match &p.hottest_thread {
-            Some(t) => Some((
-                t.comm.as_ref().map_or(p.comm.as_str(), |c| c.as_str()),
-                f64::from(t.ticks) / (secs * hz),
-            )),
-            None if p.threads <= 1 => Some((p.comm.as_str(), cores)),
-            None => None,
-        };
-        if let Some((tname, frac)) = t {
-            match threads
-                .iter_mut()
-                .find(|x| x.0 == p.comm.as_str() && x.1 == tname)
-            {
-                Some(x) => x.2 = x.2.max(frac),
-                None => threads.push((p.comm.as_str(), tname, frac)),
-            }
-        }
-    }
-    for (name, cores, delay) in procs {
-        let l = [("host", host), ("process", name)];
-        put(sink, PROCESS_CPU, &l, cores, ts);
-        if let Some(d) = delay {
+/// Processes (same name adds up) and their hottest threads (same process and thread name: the
+/// busiest), grouped as the report's series group them.
+fn emit_procs(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, ts: u64) {
+    let hz = hello.clock_ticks_per_sec;
+    for g in f::proc_groups(hz, s) {
+        let l = [("host", host), ("process", g.name)];
+        put(sink, PROCESS_CPU, &l, g.cores, ts);
+        if let Some(d) = g.run_delay {
             put(sink, PROCESS_RUN_DELAY, &l, d, ts);
         }
     }
-    for (pname, tname, frac) in threads {
-        let l = [("host", host), ("process", pname), ("thread", tname)];
-        put(sink, THREAD_CPU, &l, frac, ts);
+    for t in f::thread_figures(hz, s) {
+        let l = [("host", host), ("process", t.process), ("thread", t.thread)];
+        put(sink, THREAD_CPU, &l, t.cores, ts);
     }
+}
 
-    // Disks: every disk of the inventory.
+/// Every disk of the inventory.
+fn emit_disks(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, ts: u64) {
     for (idx, info) in hello.disks.iter().enumerate() {
         let l = [("host", host), ("device", info.name.as_str())];
         match s.disks.iter().find(|d| usize::from(d.disk) == idx) {
@@ -407,7 +399,7 @@ pub fn emit_sample(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, t
                 }
             }
             Some(d) => {
-                let Some(r) = model::disk_rate(hello, s, d) else {
+                let Some(r) = f::disk(s, d) else {
                     continue; // RESET: unknown
                 };
                 put(sink, DISK_IO_TIME, &l, r.util, ts);
@@ -415,54 +407,58 @@ pub fn emit_sample(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, t
                     put(sink, DISK_AWAIT, &l, a / 1000.0, ts);
                 }
                 put(sink, DISK_QUEUE, &l, r.queue, ts);
-                put(sink, DISK_READ_BYTES, &l, r.read_mb_s * 1e6, ts);
-                put(sink, DISK_WRITTEN_BYTES, &l, r.write_mb_s * 1e6, ts);
-                put(sink, DISK_READS, &l, per_s(f64::from(d.reads)), ts);
-                put(sink, DISK_WRITES, &l, per_s(f64::from(d.writes)), ts);
+                put(sink, DISK_READ_BYTES, &l, r.read_bps, ts);
+                put(sink, DISK_WRITTEN_BYTES, &l, r.write_bps, ts);
+                put(sink, DISK_READS, &l, r.reads_s, ts);
+                put(sink, DISK_WRITES, &l, r.writes_s, ts);
                 put(sink, DISK_IO_NOW, &l, f64::from(d.in_flight), ts);
             }
         }
     }
+}
 
-    // NICs: every NIC of the inventory (absent from the sample: no traffic).
+/// Every NIC of the inventory (absent from the sample: no traffic).
+fn emit_nics(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, ts: u64) {
+    let per_s = |x: u32| f::per_s(s, f64::from(x));
     for (idx, info) in hello.nics.iter().enumerate() {
         let l = [("host", host), ("device", info.name.as_str())];
-        match s.nics.iter().find(|n| usize::from(n.nic) == idx) {
-            None => {
-                for m in [NET_RX_BYTES, NET_TX_BYTES, NET_RX_PACKETS, NET_TX_PACKETS] {
-                    put(sink, m, &l, 0.0, ts);
-                }
+        let Some(n) = s.nics.iter().find(|n| usize::from(n.nic) == idx) else {
+            for m in [NET_RX_BYTES, NET_TX_BYTES, NET_RX_PACKETS, NET_TX_PACKETS] {
+                put(sink, m, &l, 0.0, ts);
             }
-            Some(n) => {
-                put(
-                    sink,
-                    NET_UP,
-                    &l,
-                    f64::from(n.flags & flags::LINK_UP != 0),
-                    ts,
-                );
-                if n.speed_mbit > 0 {
-                    put(sink, NET_SPEED, &l, f64::from(n.speed_mbit) * 1e6 / 8.0, ts);
-                }
-                let Some(r) = model::nic_rate(hello, s, n) else {
-                    continue; // RESET: unknown
-                };
-                put(sink, NET_RX_BYTES, &l, r.rx_mb_s * 1e6, ts);
-                put(sink, NET_TX_BYTES, &l, r.tx_mb_s * 1e6, ts);
-                put(sink, NET_RX_PACKETS, &l, per_s(f64::from(n.rx_packets)), ts);
-                put(sink, NET_TX_PACKETS, &l, per_s(f64::from(n.tx_packets)), ts);
-                put(sink, NET_RX_ERRS, &l, per_s(f64::from(n.rx_errors)), ts);
-                put(sink, NET_TX_ERRS, &l, per_s(f64::from(n.tx_errors)), ts);
-                put(sink, NET_RX_DROP, &l, per_s(f64::from(n.rx_dropped)), ts);
-                put(sink, NET_TX_DROP, &l, per_s(f64::from(n.tx_dropped)), ts);
-                if let Some(u) = r.util {
-                    put(sink, NET_UTIL, &l, u, ts);
-                }
-            }
+            continue;
+        };
+        put(
+            sink,
+            NET_UP,
+            &l,
+            f64::from(n.flags & flags::LINK_UP != 0),
+            ts,
+        );
+        if n.speed_mbit > 0 {
+            put(sink, NET_SPEED, &l, f::link_bytes_s(n.speed_mbit), ts);
+        }
+        let Some(r) = f::nic(s, n) else {
+            continue; // RESET: unknown
+        };
+        put(sink, NET_RX_BYTES, &l, r.rx_bps, ts);
+        put(sink, NET_TX_BYTES, &l, r.tx_bps, ts);
+        put(sink, NET_RX_PACKETS, &l, per_s(n.rx_packets), ts);
+        put(sink, NET_TX_PACKETS, &l, per_s(n.tx_packets), ts);
+        put(sink, NET_RX_ERRS, &l, per_s(n.rx_errors), ts);
+        put(sink, NET_TX_ERRS, &l, per_s(n.tx_errors), ts);
+        put(sink, NET_RX_DROP, &l, per_s(n.rx_dropped), ts);
+        put(sink, NET_TX_DROP, &l, per_s(n.tx_dropped), ts);
+        if let Some(u) = r.util {
+            put(sink, NET_UTIL, &l, u, ts);
         }
     }
+}
 
-    // Memory.
+/// Memory gauges, swap and reclaim rates.
+fn emit_memory(sink: &mut dyn Sink, host: &str, s: &Sample, ts: u64) {
+    let h = [("host", host)];
+    let per_s = |x: u32| f::per_s(s, f64::from(x));
     if let Some(m) = &s.memory {
         let b = |kib: u64| kib as f64 * 1024.0;
         put(sink, MEM_TOTAL, &h, b(m.total_kib), ts);
@@ -476,65 +472,42 @@ pub fn emit_sample(sink: &mut dyn Sink, host: &str, hello: &Hello, s: &Sample, t
         put(sink, SWAP_FREE, &h, b(m.swap_free_kib), ts);
     }
     if let Some(v) = &s.vm {
-        put(sink, SWAP_IN, &h, per_s(f64::from(v.swap_in_pages)), ts);
-        put(sink, SWAP_OUT, &h, per_s(f64::from(v.swap_out_pages)), ts);
-        put(sink, MAJOR_FAULTS, &h, per_s(f64::from(v.major_faults)), ts);
+        put(sink, SWAP_IN, &h, per_s(v.swap_in_pages), ts);
+        put(sink, SWAP_OUT, &h, per_s(v.swap_out_pages), ts);
+        put(sink, MAJOR_FAULTS, &h, per_s(v.major_faults), ts);
         if let Some(x) = v.alloc_stalls {
-            put(sink, ALLOC_STALLS, &h, per_s(f64::from(x)), ts);
+            put(sink, ALLOC_STALLS, &h, per_s(x), ts);
         }
         if let Some(x) = v.direct_scanned {
-            put(sink, DIRECT_SCAN, &h, per_s(f64::from(x)), ts);
+            put(sink, DIRECT_SCAN, &h, per_s(x), ts);
         }
     }
-    if let Some(t) = &s.tcp {
-        put(sink, TCP_RETRANS, &h, per_s(f64::from(t.retrans_segs)), ts);
-        put(sink, TCP_OUT_RSTS, &h, per_s(f64::from(t.out_rsts)), ts);
-        put(sink, TCP_IN_ERRS, &h, per_s(f64::from(t.in_errs)), ts);
-        put(
-            sink,
-            TCP_ESTAB_RESETS,
-            &h,
-            per_s(f64::from(t.estab_resets)),
-            ts,
-        );
-        put(
-            sink,
-            TCP_ATTEMPT_FAILS,
-            &h,
-            per_s(f64::from(t.attempt_fails)),
-            ts,
-        );
-        if let Some(x) = t.timeouts {
-            put(sink, TCP_TIMEOUTS, &h, per_s(f64::from(x)), ts);
-        }
-        if let Some(x) = t.keepalive_aborts {
-            put(sink, TCP_KEEPALIVE_ABORTS, &h, per_s(f64::from(x)), ts);
-        }
-    }
-    for m in &s.mounts {
-        if let Some(path) = hello.mounts.get(usize::from(m.mount)) {
-            let l = [("host", host), ("mountpoint", path.as_str())];
-            put(sink, FS_USED, &l, m.used_bytes as f64, ts);
-            put(sink, FS_AVAIL, &l, m.free_bytes as f64, ts);
-        }
-    }
+}
 
-    // The agent's own cost.
-    put(
-        sink,
-        AGENT_CPU,
-        &h,
-        f64::from(s.agent.cpu_us) / (secs * 1e6),
-        ts,
-    );
-    put(sink, AGENT_RSS, &h, f64::from(s.agent.rss_kib) * 1024.0, ts);
-    put(sink, AGENT_CLIENTS, &h, f64::from(s.agent.clients), ts);
+/// TCP trouble rates.
+fn emit_tcp(sink: &mut dyn Sink, host: &str, s: &Sample, ts: u64) {
+    let h = [("host", host)];
+    let per_s = |x: u32| f::per_s(s, f64::from(x));
+    let Some(t) = &s.tcp else {
+        return;
+    };
+    put(sink, TCP_RETRANS, &h, per_s(t.retrans_segs), ts);
+    put(sink, TCP_OUT_RSTS, &h, per_s(t.out_rsts), ts);
+    put(sink, TCP_IN_ERRS, &h, per_s(t.in_errs), ts);
+    put(sink, TCP_ESTAB_RESETS, &h, per_s(t.estab_resets), ts);
+    put(sink, TCP_ATTEMPT_FAILS, &h, per_s(t.attempt_fails), ts);
+    if let Some(x) = t.timeouts {
+        put(sink, TCP_TIMEOUTS, &h, per_s(x), ts);
+    }
+    if let Some(x) = t.keepalive_aborts {
+        put(sink, TCP_KEEPALIVE_ABORTS, &h, per_s(x), ts);
+    }
 }
 
 /// The points of one event: `nasprobe_event{kind, process | device} 1` at its time, plus the
 /// lifetime of an exited process.
-pub fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
-    let kind = model::event_kind(e);
+pub(crate) fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
+    let kind = e.kind();
     match e {
         Event::ProcessStart(p) => {
             let l = [("host", host), ("kind", kind), ("process", p.comm.as_str())];

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::cli::Common;
+use crate::context::Context;
 use metrics::{Sink, Stamper, emit_event, emit_sample};
 
 /// Output format of `nasprobe export`.
@@ -35,7 +35,7 @@ pub enum Format {
 
 /// Writes every stored sample and event of the window (optionally only some hosts) to `sink`,
 /// per host in time order. Returns (samples, events).
-pub fn write_points(
+pub(crate) fn write_points(
     store: &crate::store::Store,
     from_ms: Option<u64>,
     hosts: &[String],
@@ -44,12 +44,12 @@ pub fn write_points(
     let windows = store.load_window(from_ms, None)?;
     for h in hosts {
         anyhow::ensure!(
-            windows.iter().any(|w| &w.host == h),
+            windows.iter().any(|w| &w.name == h),
             "no data for host {h:?} in the store {} (hosts: {})",
             store.path().display(),
             windows
                 .iter()
-                .map(|w| w.host.as_str())
+                .map(|w| w.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -57,24 +57,31 @@ pub fn write_points(
     let (mut ns, mut ne) = (0, 0);
     for w in windows
         .iter()
-        .filter(|w| hosts.is_empty() || hosts.contains(&w.host))
+        .filter(|w| hosts.is_empty() || hosts.contains(&w.name))
     {
         // Timestamps as pushed to VictoriaMetrics: strictly increasing per instance.
         let mut stamps = Stamper::default();
         let mut events = w.events.iter().peekable();
         for (hello, s, sample) in w.decoded() {
+            let sample = sample.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: stored sample {} does not decode (corrupt row?)",
+                    w.name,
+                    s.seq
+                )
+            })?;
             while let Some(e) = events.next_if(|e| e.time_ms <= s.time_ms) {
                 let ts = stamps.stamp((e.instance as i64, true), e.time_ms);
-                emit_event(sink, &w.host, &e.event, ts);
+                emit_event(sink, &w.name, &e.event, ts);
                 ne += 1;
             }
             let ts = stamps.stamp((s.instance as i64, false), s.time_ms);
-            emit_sample(sink, &w.host, hello, &sample, ts);
+            emit_sample(sink, &w.name, hello, &sample, ts);
             ns += 1;
         }
         for e in events {
             let ts = stamps.stamp((e.instance as i64, true), e.time_ms);
-            emit_event(sink, &w.host, &e.event, ts);
+            emit_event(sink, &w.name, &e.event, ts);
             ne += 1;
         }
     }
@@ -83,18 +90,17 @@ pub fn write_points(
 
 /// `nasprobe export --format F [--since DUR] [--host H]...`: points on stdout.
 pub fn run(
-    c: &Common,
+    c: &Context,
     format: Format,
     since: Option<Duration>,
     hosts: &[String],
 ) -> anyhow::Result<()> {
-    let db = crate::db_path(c);
     anyhow::ensure!(
-        db.exists(),
+        c.db.exists(),
         "no database at {} (record first, or name one with --db)",
-        db.display()
+        c.db.display()
     );
-    let store = crate::open_store(&db)?;
+    let store = c.open_store()?;
     let from = since.map(|d| crate::conn::now_ms().saturating_sub(d.as_millis() as u64));
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let (r, err) = match format {
@@ -126,10 +132,9 @@ pub fn run(
 }
 
 /// `nasprobe export --push-vm URL`: pushes everything not yet pushed to that target, then exits.
-pub fn push_vm(c: &Common, url: &str) -> anyhow::Result<()> {
-    let db = crate::db_path(c);
-    anyhow::ensure!(db.exists(), "no database at {}", db.display());
-    let mut store = crate::open_store(&db)?;
+pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(c.db.exists(), "no database at {}", c.db.display());
+    let mut store = c.open_store()?;
     let pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60));
     let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
     let (t, secs) =

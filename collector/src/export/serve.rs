@@ -19,13 +19,13 @@ use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
 use crate::store::Store;
 
 /// Largest request head accepted (request line and headers).
-pub const MAX_REQUEST: usize = 16 * 1024;
+pub(crate) const MAX_REQUEST: usize = 16 * 1024;
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 32;
 /// Read and write timeout of a connection.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The scrape body: the newest sample of every host whose newest sample is at most `max_age`
 /// old (None: any age), plus per host its newest sample time and events stored per kind.
@@ -312,13 +312,13 @@ fn handle(
 /// `nasprobe serve --metrics ADDR:PORT [HOST]...`: serves until stopped or DUR has passed;
 /// with hosts, records them into the store at the same time.
 pub fn run(
-    c: &crate::cli::Common,
+    c: &crate::context::Context,
     metrics: &str,
     max_age: Option<Duration>,
     duration: Option<Duration>,
     hosts: &[String],
 ) -> anyhow::Result<()> {
-    let db = crate::db_path(c);
+    let db = c.db.clone();
     let collector = if hosts.is_empty() {
         anyhow::ensure!(
             db.exists(),
@@ -327,8 +327,8 @@ pub fn run(
         );
         None
     } else {
-        let targets = crate::targets(c, hosts, false)?;
-        let store = crate::open_store(&db)?;
+        let targets = c.targets(hosts, false)?;
+        let store = c.open_store()?;
         Some(crate::conn::Collector::start(
             store,
             targets,
@@ -336,7 +336,7 @@ pub fn run(
         ))
     };
     let server = Server::start(metrics, &db, max_age)?;
-    crate::record::install_signal_handlers();
+    crate::signals::install();
     eprintln!(
         "nasprobe: serving the newest rates of {} on http://{}/metrics{}",
         db.display(),
@@ -348,7 +348,7 @@ pub fn run(
         }
     );
     let start = Instant::now();
-    while !crate::record::STOP.load(Ordering::SeqCst)
+    while !crate::signals::stop_requested()
         && duration.is_none_or(|d| start.elapsed() < d)
         && collector.as_ref().is_none_or(|c| !c.is_finished())
     {

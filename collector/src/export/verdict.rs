@@ -10,17 +10,13 @@ use super::metrics::{Sink, VERDICT};
 use crate::store::Store;
 
 /// Window the verdict looks at.
-pub const WINDOW: Duration = Duration::from_secs(300);
+pub(crate) const WINDOW: Duration = Duration::from_secs(300);
 
 /// Writes `nasprobe_verdict_utilization_ratio` for the window `[to_ms - WINDOW, to_ms]`, at
 /// `to_ms`. Nothing when nothing was stored in the window.
-pub fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> anyhow::Result<()> {
+pub(crate) fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> anyhow::Result<()> {
     let from_ms = to_ms.saturating_sub(WINDOW.as_millis() as u64);
-    let hosts: Vec<_> = store
-        .load_window(Some(from_ms), Some(to_ms))?
-        .into_iter()
-        .map(crate::report::host_data)
-        .collect();
+    let hosts = store.load_window(Some(from_ms), Some(to_ms))?;
     if hosts.iter().all(|h| h.samples.is_empty()) {
         return Ok(());
     }
@@ -35,7 +31,7 @@ pub fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> anyhow::R
     let b = &r.bottleneck;
     let labels = [
         ("host", b.host.as_deref().unwrap_or("")),
-        ("resource", b.resource),
+        ("resource", b.resource.as_str()),
         ("device", b.device.as_deref().unwrap_or("")),
         ("process", b.process.as_deref().unwrap_or("")),
         ("thread", b.thread.as_deref().unwrap_or("")),

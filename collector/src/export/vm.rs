@@ -29,12 +29,12 @@ use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError
 /// Records read from the store per batch at most.
 pub const BATCH_RECORDS: usize = 2000;
 /// A batch's body is cut after this many bytes (the rest goes in the next one).
-pub const BATCH_BYTES: usize = 8 << 20;
+pub(crate) const BATCH_BYTES: usize = 8 << 20;
 /// An acknowledged batch is sure once the engine ran this long after it without restarting
 /// (VictoriaMetrics keeps new rows in memory for seconds: 1.79 wrote them within ~9 s here).
-pub const DURABLE_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const DURABLE_AFTER: Duration = Duration::from_secs(30);
 /// How often the engine's start time is looked at while pushing.
-pub const EPOCH_CHECK: Duration = Duration::from_secs(2);
+pub(crate) const EPOCH_CHECK: Duration = Duration::from_secs(2);
 /// Rows an engine acknowledged show in its queries only after a while, even after
 /// `/internal/force_flush` (about 1 s with VictoriaMetrics 1.79): before asking which points it
 /// holds, wait this long after the last import (of this process, or since it started).
@@ -79,7 +79,7 @@ impl VmTarget {
         })
     }
 
-    pub fn import_url(&self) -> String {
+    pub(crate) fn import_url(&self) -> String {
         format!("{}/api/v1/import/prometheus", self.base)
     }
 }
@@ -265,7 +265,7 @@ impl Pusher {
 }
 
 /// A series as a string: the name, then the non-empty labels sorted by key.
-pub fn series_key(name: &str, labels: &[(&str, &str)]) -> String {
+pub(crate) fn series_key(name: &str, labels: &[(&str, &str)]) -> String {
     let mut l: Vec<&(&str, &str)> = labels.iter().filter(|(_, v)| !v.is_empty()).collect();
     l.sort();
     let mut s = String::with_capacity(64);
@@ -369,7 +369,11 @@ impl ExportState {
 
     /// Looks at the engine's epoch: a restart sends everything after the sure cursors again
     /// (checked); otherwise batches acknowledged long enough ago become sure.
-    pub fn check_epoch(&mut self, store: &mut Store, pusher: &Pusher) -> Result<(), PushError> {
+    pub(crate) fn check_epoch(
+        &mut self,
+        store: &mut Store,
+        pusher: &Pusher,
+    ) -> Result<(), PushError> {
         let now = pusher.epoch()?;
         match self.epoch {
             Some(prev) if prev.restarted(&now) => {
@@ -418,13 +422,13 @@ impl ExportState {
     }
 
     /// True when nothing acknowledged waits to be sure.
-    pub fn all_sure(&self) -> bool {
+    pub(crate) fn all_sure(&self) -> bool {
         self.pending.is_empty() && self.cursors.values().all(|c| c.acked <= c.seq)
     }
 }
 
 /// Pushes the next batch. `Ok(None)`: nothing is waiting.
-pub fn push_batch(
+pub(crate) fn push_batch(
     store: &mut Store,
     pusher: &Pusher,
     st: &mut ExportState,
@@ -562,7 +566,7 @@ fn render(
 
 /// Totals of an exporter, shared with whoever started it.
 #[derive(Debug, Default)]
-pub struct ExportLive {
+pub(crate) struct ExportLive {
     pub samples: AtomicU64,
     pub events: AtomicU64,
     pub lines: AtomicU64,
@@ -574,7 +578,7 @@ pub struct ExportLive {
 }
 
 /// A background exporter: its own store connection and thread, pushes through `smol::unblock`.
-pub struct Exporter {
+pub(crate) struct Exporter {
     pub live: Arc<ExportLive>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -582,7 +586,7 @@ pub struct Exporter {
 
 /// How the exporter runs.
 #[derive(Debug, Clone)]
-pub struct ExportOptions {
+pub(crate) struct ExportOptions {
     /// Wait between looks at the store when everything was pushed.
     pub poll: Duration,
     /// After stop, keep pushing what is left for at most this long.

@@ -1,0 +1,76 @@
+//! What every command runs with — the database, the shared token file, the host list and the
+//! retention, resolved from the global flags once — and the helpers that open them. Commands
+//! take a `Context`, not the command line, so that nothing below `cli` depends on it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::conn::Target;
+use crate::hosts::{self, HostList, HostSpec};
+use crate::store::Store;
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// SQLite database.
+    pub db: PathBuf,
+    /// Shared token file of the agents (a host in the list may name its own).
+    pub token_file: PathBuf,
+    /// Host list file.
+    pub hosts_file: PathBuf,
+    /// Stored data older than this is deleted.
+    pub retention: Duration,
+}
+
+impl Context {
+    /// The host list (empty when the file does not exist yet).
+    pub fn host_list(&self) -> anyhow::Result<HostList> {
+        Ok(HostList::load(&self.hosts_file)?)
+    }
+
+    /// Resolves host arguments (or the whole host list when there are none) and reads the
+    /// tokens.
+    pub fn targets(&self, args: &[String], allow_empty: bool) -> anyhow::Result<Vec<Target>> {
+        let list = self.host_list()?;
+        let specs: Vec<HostSpec> = if args.is_empty() {
+            list.hosts.clone()
+        } else {
+            hosts::resolve(args, &list)?
+        };
+        if specs.is_empty() && !allow_empty {
+            anyhow::bail!(
+                "no hosts: name them (NAME=ADDR:PORT or ADDR[:PORT]) or add them with \
+                 'nasprobe hosts add NAME ADDR' (host list: {})",
+                self.hosts_file.display()
+            );
+        }
+        let mut cache: Vec<(PathBuf, Arc<Vec<u8>>)> = Vec::new();
+        let mut out = Vec::new();
+        for spec in specs {
+            let tf = spec
+                .token_file
+                .clone()
+                .unwrap_or_else(|| self.token_file.clone());
+            let token = match cache.iter().find(|(p, _)| *p == tf) {
+                Some((_, t)) => t.clone(),
+                None => {
+                    let t = Arc::new(
+                        crate::client::read_token(&tf)
+                            .with_context(|| format!("token for host {}", spec.name))?,
+                    );
+                    cache.push((tf, t.clone()));
+                    t
+                }
+            };
+            out.push(Target { spec, token });
+        }
+        Ok(out)
+    }
+
+    /// Opens (or creates) the store, naming the file in any error.
+    pub(crate) fn open_store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open(&self.db)?)
+    }
+}
