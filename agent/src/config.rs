@@ -61,6 +61,9 @@ pub struct Config {
     pub cpu: Option<usize>,
     /// Extra patterns masked in command lines (`--redact`), on top of the default list.
     pub redact: Vec<String>,
+    /// `--allow-tests`: run the tests collectors ask for (`nasprobe test disk`); off by default,
+    /// the agent stays read-only unless its owner says so.
+    pub allow_tests: bool,
 }
 
 /// Smallest sampling interval allowed (DESIGN.md).
@@ -106,6 +109,7 @@ impl Default for Config {
             scan: ScanPolicy::Every(5),
             event_min_lifetime_ms: 5000,
             partitions: false,
+            allow_tests: false,
             max_clients: 4,
             handshake_timeout_ms: 5000,
             stall_timeout_ms: 15000,
@@ -151,6 +155,9 @@ FLAGS:
     --cpu N                 pin the agent to CPU N
     --redact PATTERN        mask what follows PATTERN in command lines (repeatable; added to
                             password=, --password, token=, key=)
+    --allow-tests           run the tests collectors ask for (nasprobe test disk): a file
+                            written and read in the folder named, at most 60 s, one at a time,
+                            one a minute, at most 25% of the free space [default: off]
     -h, --help              this text
     -V, --version           version
 ";
@@ -238,6 +245,7 @@ where
                 cfg.event_min_lifetime_ms = parse_num(&mut parser, "--event-min-lifetime")?
             }
             Long("partitions") => cfg.partitions = true,
+            Long("allow-tests") => cfg.allow_tests = true,
             Long("max-clients") => {
                 cfg.max_clients = parse_num(&mut parser, "--max-clients")?;
                 if cfg.max_clients == 0 {

@@ -7,5 +7,6 @@ pub mod parse;
 pub mod ring;
 pub mod sample_cmd;
 pub mod sampler;
+pub(crate) mod selftest;
 pub mod server;
 pub mod token;

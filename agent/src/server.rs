@@ -318,6 +318,9 @@ pub struct Server {
     skipped_ticks: u64,
     ring_full: bool,
     accept_paused_until: Option<Instant>,
+    /// The test running for a collector (`--allow-tests`), and when the last one ended.
+    test: Option<crate::selftest::Running>,
+    last_test_end: Option<Instant>,
 }
 
 /// Why `run` returned.
@@ -356,6 +359,8 @@ impl Server {
             skipped_ticks: 0,
             ring_full: false,
             accept_paused_until: None,
+            test: None,
+            last_test_end: None,
             cfg,
             limits,
             token,
@@ -383,6 +388,7 @@ impl Server {
     /// Runs until SIGTERM/SIGINT/SIGHUP.
     pub fn run(&mut self, signals: &Signals) -> io::Result<Exit> {
         let mut ready_clients: Vec<(usize, PollFlags)> = Vec::with_capacity(self.clients.len());
+        let mut test_done;
         loop {
             let now = Instant::now();
             let timeout = self.poll_timeout(now);
@@ -395,6 +401,7 @@ impl Server {
                     _ => PollFlags::POLLIN,
                 };
                 fds.push(PollFd::new(self.listener.as_fd(), listen_ev));
+                // The running test's "done" pipe, last so that the client indices stay 2 + k.
                 for (i, c) in self.clients.iter().enumerate() {
                     if let Some(c) = c {
                         let mut ev = PollFlags::POLLIN;
@@ -404,6 +411,10 @@ impl Server {
                         fds.push(PollFd::new(c.stream.as_fd(), ev));
                         slots.push(i);
                     }
+                }
+                let test_at = fds.len();
+                if let Some(t) = &self.test {
+                    fds.push(PollFd::new(t.fd(), PollFlags::POLLIN));
                 }
                 match poll(&mut fds, timeout) {
                     Ok(_) => {}
@@ -418,6 +429,7 @@ impl Server {
                         ready_clients.push((slot, r));
                     }
                 }
+                test_done = fds.get(test_at).is_some_and(|f| !rev(f).is_empty());
                 (!rev(&fds[0]).is_empty(), !rev(&fds[1]).is_empty())
             };
             if sig_ready && let Some(sig) = signals.take() {
@@ -434,6 +446,9 @@ impl Server {
             if listener_ready {
                 self.accept_all(now);
             }
+            if test_done {
+                self.finish_test(now);
+            }
             self.check_timers(now);
         }
     }
@@ -444,6 +459,9 @@ impl Server {
             until = until.min(t);
         }
         for c in self.clients.iter().flatten() {
+            if c.hs.is_testing() {
+                continue;
+            }
             if !c.hs.is_streaming() {
                 until = until.min(c.deadline);
             } else if c.pending(&self.ring) {
@@ -562,6 +580,11 @@ impl Server {
     }
 
     fn drop_client(&mut self, slot: usize, reason: &str, level: log::Level) {
+        if let Some(t) = self.test.as_ref().filter(|t| t.slot == slot) {
+            // The collector went away: the test stops and deletes its file; its end is
+            // collected when the thread says it is done.
+            t.cancel();
+        }
         if let Some(c) = self.clients[slot].take() {
             log::log!(
                 level,
@@ -755,6 +778,10 @@ impl Server {
                 return;
             }
             Ok(AgentAction::Resume(r)) => r,
+            Ok(AgentAction::Test(req)) => {
+                self.start_test(slot, req, now);
+                return;
+            }
             Err(HandshakeError::BadProof) => {
                 let ip = c.peer.ip();
                 if self.limiter.fail(ip, now) {
@@ -814,6 +841,50 @@ impl Server {
         }
     }
 
+    /// A collector asked for a test: start it in its thread, or refuse and say why.
+    fn start_test(&mut self, slot: usize, req: nasprobe_proto::TestRequest, now: Instant) {
+        let why = crate::selftest::refusal(
+            self.cfg.allow_tests,
+            self.test.is_some(),
+            self.last_test_end,
+            now,
+        );
+        if let Some(why) = why.or_else(|| crate::selftest::precheck(&req).err()) {
+            self.refuse_and_drop(slot, &why);
+            return;
+        }
+        match crate::selftest::start(req, slot, self.cfg.sys_root.clone()) {
+            Ok(t) => {
+                if let Some(c) = self.clients[slot].as_ref() {
+                    log::info!("client {}: test started", c.peer);
+                }
+                self.test = Some(t);
+            }
+            Err(e) => self.refuse_and_drop(slot, &format!("cannot start the test: {e}")),
+        }
+    }
+
+    /// The test's thread is done: send its result to the collector that asked (if it is still
+    /// there) and close that connection.
+    fn finish_test(&mut self, now: Instant) {
+        let Some(t) = self.test.take() else {
+            return;
+        };
+        let slot = t.slot;
+        let result = t.finish();
+        self.last_test_end = Some(now);
+        let Some(c) = self.clients[slot].as_mut().filter(|c| c.hs.is_testing()) else {
+            log::info!("test ended after its collector went away: {result:?}");
+            return;
+        };
+        log::info!("client {}: test done", c.peer);
+        let msg = Message::TestResult(result);
+        if c.queue(&msg, &mut self.scratch).is_ok() {
+            let _ = c.flush(&self.ring, now);
+        }
+        self.drop_client(slot, "test done", log::Level::Info);
+    }
+
     /// The Hello of this instance: the host facts and inventory as the sampler read them (it
     /// also applies and sanitizes `--name`), then what only the server knows.
     fn hello(&self) -> Hello {
@@ -839,6 +910,9 @@ impl Server {
             let Some(c) = self.clients[slot].as_mut() else {
                 continue;
             };
+            if c.hs.is_testing() {
+                continue;
+            }
             if !c.hs.is_streaming() {
                 if now >= c.deadline {
                     let reason = format!(

@@ -152,6 +152,12 @@ pub enum Command {
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
     },
+    /// Tests an agent runs on its NAS (it must be started with --allow-tests), recorded
+    /// meanwhile so each result comes with the wall that set it
+    Test {
+        #[command(subcommand)]
+        command: TestCommand,
+    },
     /// The field's file-copy ladder through a mounted share (SMB, NFS, sshfs): one big file
     /// written then read back, then a series of files from 2 MB to 2 GB, past the page cache,
     /// each step graded; with agents named, the wall on the NAS side during each step
@@ -183,6 +189,29 @@ pub enum Command {
     Hosts {
         #[command(subcommand)]
         command: HostsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TestCommand {
+    /// Write a file in DIR on the NAS with 1 MiB blocks (synced), read it back from the disk,
+    /// then once with a single big block (the `dd bs=1G` trap); the file is deleted
+    Disk {
+        /// The agent (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list)
+        #[arg(value_name = "HOST")]
+        host: String,
+        /// The folder on the NAS
+        #[arg(long, value_name = "DIR")]
+        path: String,
+        /// Bytes to write (at most 25% of the free space; the agent stops at 60 s)
+        #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+        size: u64,
+        /// Also on tmpfs/ramfs (which measures memory, not a disk)
+        #[arg(long)]
+        allow_tmpfs: bool,
+        /// One JSON object on stdout
+        #[arg(long)]
+        json: bool,
     },
 }
 

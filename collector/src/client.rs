@@ -301,6 +301,31 @@ impl Session {
         }
     }
 
+    /// Asks for a test instead of a stream and waits (at most `limit`) for its result; the
+    /// agent closes the connection after it. A refusal (tests off, one running, too soon, too
+    /// big) is `ClientError::Refused` with the agent's reason.
+    pub async fn test(
+        &mut self,
+        req: nasprobe_proto::TestRequest,
+        limit: Duration,
+    ) -> Result<nasprobe_proto::TestResult, ClientError> {
+        self.send(&Message::TestRequest(req)).await?;
+        self.read_timeout = limit;
+        loop {
+            match self.read_msg().await? {
+                Message::TestResult(r) => return Ok(r),
+                Message::KeepAlive(_) => {}
+                Message::Refused(r) => {
+                    return Err(ClientError::Refused {
+                        host: self.host.clone(),
+                        reason: r.reason.to_string(),
+                    });
+                }
+                other => return Err(self.unexpected("TestResult", &other)),
+            }
+        }
+    }
+
     /// Sends a `KeepAlive` (the agent ignores it; it keeps NAT state alive).
     pub async fn keepalive(&mut self, time_ms: u64) -> Result<(), ClientError> {
         self.send(&Message::KeepAlive(KeepAlive { time_ms })).await

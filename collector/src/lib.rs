@@ -25,6 +25,7 @@ pub mod record;
 pub mod report;
 pub mod signals;
 pub mod store;
+pub mod test_cmd;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod validate;

@@ -1,7 +1,7 @@
 //! `nasprobe`: the collector command line. Exit codes: 0 ok, 1 failure, 2 usage.
 
 use clap::Parser;
-use nasprobe::cli::{Cli, Command, HostsCommand, exit};
+use nasprobe::cli::{Cli, Command, HostsCommand, TestCommand, exit};
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -83,6 +83,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Events { since, json } => nasprobe::report::events(c, since, json),
         Command::Check => nasprobe::report::check(c),
+        Command::Test {
+            command:
+                TestCommand::Disk {
+                    host,
+                    path,
+                    size,
+                    allow_tmpfs,
+                    json,
+                },
+        } => nasprobe::test_cmd::disk(c, &host, &path, size, allow_tmpfs, json),
         Command::Ladder {
             dir,
             agents,

@@ -61,6 +61,8 @@ impl std::error::Error for HandshakeError {}
 enum AgentState {
     AwaitAuth,
     AwaitResume,
+    /// A test runs for this connection.
+    Testing,
     Streaming,
 }
 
@@ -81,6 +83,9 @@ pub enum AgentAction {
     Resume(Resume),
     /// Nothing to do (a `KeepAlive`).
     Nothing,
+    /// The collector asked for a test instead of a stream: run it (or refuse), send its
+    /// `TestResult`, close.
+    Test(crate::TestRequest),
 }
 
 impl AgentHandshake {
@@ -104,12 +109,18 @@ impl AgentHandshake {
         self.state == AgentState::Streaming
     }
 
+    /// True once a `TestRequest` has arrived (the connection waits for its result).
+    pub fn is_testing(&self) -> bool {
+        self.state == AgentState::Testing
+    }
+
     /// The step awaited, for messages and logs ("Auth", "Resume", "streaming").
     pub fn awaiting(&self) -> &'static str {
         match self.state {
             AgentState::AwaitAuth => "Auth",
             AgentState::AwaitResume => "Resume",
             AgentState::Streaming => "streaming",
+            AgentState::Testing => "the test's end",
         }
     }
 
@@ -135,9 +146,14 @@ impl AgentHandshake {
                 self.state = AgentState::Streaming;
                 Ok(AgentAction::Resume(r.clone()))
             }
-            (AgentState::AwaitResume | AgentState::Streaming, Message::KeepAlive(_)) => {
-                Ok(AgentAction::Nothing)
+            (AgentState::AwaitResume, Message::TestRequest(t)) => {
+                self.state = AgentState::Testing;
+                Ok(AgentAction::Test(t.clone()))
             }
+            (
+                AgentState::AwaitResume | AgentState::Streaming | AgentState::Testing,
+                Message::KeepAlive(_),
+            ) => Ok(AgentAction::Nothing),
             (_, other) => Err(HandshakeError::Unexpected {
                 awaiting: self.awaiting(),
                 got: other.name(),

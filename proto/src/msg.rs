@@ -71,6 +71,11 @@ pub enum Message {
     KeepAlive(KeepAlive),
     /// Agent → collector, just before closing: why.
     Refused(Refused),
+    /// Collector → agent, instead of `Resume`: run a test (only an agent started with
+    /// `--allow-tests` does; others answer `Refused` naming the flag).
+    TestRequest(TestRequest),
+    /// Agent → collector: the test's outcome; the agent closes the connection after it.
+    TestResult(TestResult),
 }
 
 impl Message {
@@ -86,6 +91,8 @@ impl Message {
             Message::Record(_) => "Record",
             Message::KeepAlive(_) => "KeepAlive",
             Message::Refused(_) => "Refused",
+            Message::TestRequest(_) => "TestRequest",
+            Message::TestResult(_) => "TestResult",
         }
     }
 }
@@ -111,6 +118,58 @@ pub struct AuthOk {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refused {
     pub reason: String<REASON_LEN>,
+}
+
+/// A test the collector asks an agent to run (`nasprobe test ...`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TestRequest {
+    /// Write then read back a file in a folder of the NAS (`nasprobe test disk`).
+    Disk(DiskTest),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskTest {
+    /// The folder the test file goes in.
+    pub path: String<PATH_LEN>,
+    /// Bytes to write and read back.
+    pub bytes: u64,
+    /// Also on tmpfs/ramfs (which measure memory, not a disk).
+    pub allow_tmpfs: bool,
+}
+
+/// The outcome of a [`TestRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TestResult {
+    Disk(DiskResult),
+    /// The test started and could not finish (a full disk, a read error): why.
+    Failed(String<REASON_LEN>),
+}
+
+/// `nasprobe test disk`: 1 MiB blocks written and synced, dropped from the cache, read back;
+/// then one pass with a single big block (the `dd bs=1G` trap).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskResult {
+    /// The block device holding the folder (e.g. "sda1", "md2", "loop0"); empty if unknown.
+    pub device: DevName,
+    /// The folder's filesystem type (e.g. "ext4", "btrfs").
+    pub fs_type: Short,
+    pub block_bytes: u32,
+    /// Bytes written (fewer than asked when the time budget ended the write).
+    pub bytes: u64,
+    /// Writing all blocks and the final fdatasync, µs.
+    pub write_us: u64,
+    /// Bytes read back (fewer than `bytes` when the time budget ended the read) and the time,
+    /// µs, after the pages were dropped from the cache.
+    pub read_bytes: u64,
+    pub read_us: u64,
+    /// False when the cache could not be dropped (the read figure may be the cache's).
+    pub cache_dropped: bool,
+    /// The big-block pass: its block (= its size) and time, µs; 0 when it was not run.
+    pub big_block_bytes: u64,
+    pub big_write_us: u64,
+    /// Agent wall clock at the start and end of the test, ms since the epoch.
+    pub started_ms: u64,
+    pub ended_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -349,6 +349,46 @@ fn refused() {
     );
 }
 
+#[test]
+fn test_request_disk() {
+    test_one(
+        Message::TestRequest(TestRequest::Disk(DiskTest {
+            path: s("/v1"),
+            bytes: 1 << 20,
+            allow_tmpfs: false,
+        })),
+        &[11, 0, 0, 0, 1, 9, 0, 3, b'/', b'v', b'1', 128, 128, 64, 0],
+    );
+}
+
+#[test]
+fn test_result_disk_and_failed() {
+    test_one(
+        Message::TestResult(TestResult::Disk(DiskResult {
+            device: s("sda"),
+            fs_type: s("ext4"),
+            block_bytes: 1 << 20,
+            bytes: 1000,
+            write_us: 2,
+            read_bytes: 1000,
+            read_us: 1,
+            cache_dropped: true,
+            big_block_bytes: 0,
+            big_write_us: 0,
+            started_ms: 5,
+            ended_ms: 6,
+        })),
+        &[
+            26, 0, 0, 0, 1, 10, 0, 3, b's', b'd', b'a', 4, b'e', b'x', b't', b'4', 128, 128, 64,
+            232, 7, 2, 232, 7, 1, 1, 0, 0, 5, 6,
+        ],
+    );
+    test_one(
+        Message::TestResult(TestResult::Failed(s("full"))),
+        &[8, 0, 0, 0, 1, 10, 1, 4, b'f', b'u', b'l', b'l'],
+    );
+}
+
 const GOLDEN_HELLO: [u8; 145] = [
     141, 0, 0, 0, 1, 3, 1, 5, 48, 46, 49, 46, 48, 136, 142, 152, 168, 192, 224, 128, 129, 1, 128,
     208, 149, 255, 188, 49, 232, 215, 149, 255, 188, 49, 3, 110, 97, 115, 7, 51, 46, 49, 48, 46,
@@ -771,4 +811,45 @@ mod handshake {
             );
         });
     }
+}
+
+#[test]
+fn handshake_takes_a_test_request_instead_of_resume() {
+    use nasprobe_proto::handshake::*;
+    const TOK: &[u8] = b"0123456789abcdef0123456789abcdef";
+    let mut agent = AgentHandshake::new([7; 32]);
+    let mut client = ClientHandshake::new([1; 32]);
+    let ClientAction::SendAuth(auth) = client.on_message(TOK, agent.challenge()).unwrap() else {
+        panic!("no Auth")
+    };
+    assert!(matches!(
+        agent.on_message(TOK, &Message::Auth(auth)),
+        Ok(AgentAction::SendAuthOk(_))
+    ));
+    let req = TestRequest::Disk(DiskTest {
+        path: s("/volume1"),
+        bytes: 1 << 30,
+        allow_tmpfs: false,
+    });
+    match agent.on_message(TOK, &Message::TestRequest(req.clone())) {
+        Ok(AgentAction::Test(r)) => assert_eq!(r, req),
+        other => panic!("{other:?}"),
+    }
+    assert!(agent.is_testing() && !agent.is_streaming());
+    // KeepAlives are fine while it runs; a Resume afterwards is not.
+    assert!(matches!(
+        agent.on_message(TOK, &Message::KeepAlive(KeepAlive { time_ms: 1 })),
+        Ok(AgentAction::Nothing)
+    ));
+    assert!(
+        agent
+            .on_message(
+                TOK,
+                &Message::Resume(Resume {
+                    instance_id: 1,
+                    after_seq: 0
+                })
+            )
+            .is_err()
+    );
 }
