@@ -64,7 +64,12 @@ pub struct Config {
     /// `--allow-tests`: run the tests collectors ask for (`nasprobe test disk`); off by default,
     /// the agent stays read-only unless its owner says so.
     pub allow_tests: bool,
+    /// `--test-port P`: where `nasprobe test net` streams arrive (on the --listen address).
+    pub test_port: u16,
 }
+
+/// The port `nasprobe test net` streams arrive on, next to the agent's 7451.
+pub(crate) const DEFAULT_TEST_PORT: u16 = 7452;
 
 /// Smallest sampling interval allowed (DESIGN.md).
 pub(crate) const MIN_INTERVAL_MS: u32 = 100;
@@ -110,6 +115,7 @@ impl Default for Config {
             event_min_lifetime_ms: 5000,
             partitions: false,
             allow_tests: false,
+            test_port: DEFAULT_TEST_PORT,
             max_clients: 4,
             handshake_timeout_ms: 5000,
             stall_timeout_ms: 15000,
@@ -155,9 +161,11 @@ FLAGS:
     --cpu N                 pin the agent to CPU N
     --redact PATTERN        mask what follows PATTERN in command lines (repeatable; added to
                             password=, --password, token=, key=)
-    --allow-tests           run the tests collectors ask for (nasprobe test disk): a file
-                            written and read in the folder named, at most 60 s, one at a time,
-                            one a minute, at most 25% of the free space [default: off]
+    --allow-tests           run the tests collectors ask for (nasprobe test disk / net): a
+                            file written and read in the folder named (at most 25% of the
+                            free space), or plain TCP streams sent or received; at most 60 s,
+                            one at a time, one a minute [default: off]
+    --test-port PORT        where test net streams arrive [default: 7452]
     -h, --help              this text
     -V, --version           version
 ";
@@ -246,6 +254,12 @@ where
             }
             Long("partitions") => cfg.partitions = true,
             Long("allow-tests") => cfg.allow_tests = true,
+            Long("test-port") => {
+                cfg.test_port = parse_num(&mut parser, "--test-port")?;
+                if cfg.test_port == 0 {
+                    return Err("--test-port must be 1..65535".into());
+                }
+            }
             Long("max-clients") => {
                 cfg.max_clients = parse_num(&mut parser, "--max-clients")?;
                 if cfg.max_clients == 0 {

@@ -853,7 +853,35 @@ impl Server {
             self.refuse_and_drop(slot, &why);
             return;
         }
-        match crate::selftest::start(req, slot, self.cfg.sys_root.clone()) {
+        // A receiver binds its test port now, says so, and its thread takes the listener.
+        let listener = match &req {
+            nasprobe_proto::TestRequest::NetReceive(_) => {
+                let addr = SocketAddr::new(self.cfg.listen.ip(), self.cfg.test_port);
+                match std::net::TcpListener::bind(addr) {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        self.refuse_and_drop(slot, &format!("cannot listen on {addr}: {e}"));
+                        return;
+                    }
+                }
+            }
+            _ => None,
+        };
+        if let Some(l) = &listener {
+            let port = l.local_addr().map_or(self.cfg.test_port, |a| a.port());
+            let ready = Message::TestReady(nasprobe_proto::TestReady { port });
+            let Some(c) = self.clients[slot].as_mut() else {
+                return;
+            };
+            if let Err(reason) = c
+                .queue(&ready, &mut self.scratch)
+                .and_then(|_| c.flush(&self.ring, now))
+            {
+                self.drop_client(slot, &reason, log::Level::Warn);
+                return;
+            }
+        }
+        match crate::selftest::start(req, slot, self.cfg.sys_root.clone(), listener) {
             Ok(t) => {
                 if let Some(c) = self.clients[slot].as_ref() {
                     log::info!("client {}: test started", c.peer);

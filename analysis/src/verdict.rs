@@ -31,6 +31,9 @@ const MEMORY_STORM_SCORE: f64 = 2.0;
 /// A link negotiated below gigabit is the wall from this share of its speed on (nothing else
 /// explains a flow that fills most of a slow link).
 pub(crate) const NIC_SLOW_LINK_WALL: f64 = 0.6;
+/// A NIC moving more than this share of its stated link is not held by that link: the speed is
+/// a virtual device's (veth, tun: "10000") or a wrong `--link-speed`; it is never the wall.
+pub(crate) const NIC_OVER_LINK: f64 = 1.25;
 /// Below this a host carries no transfer (bytes/s).
 pub(crate) const FLOW_MIN_BPS: f64 = 1_000_000.0;
 /// Two walls of the same kind whose scores differ by less than this are a tie.
@@ -505,6 +508,7 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     if let Some((name, util, rate, speed)) = nic_best {
         let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
         let util = util.max(0.0);
+        let over_link = util > NIC_OVER_LINK;
         let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
         let speed_txt = if speed > 0.0 {
             // One decimal on slow links: 11.5 of 12.5 MB/s, not "11 of 12".
@@ -526,13 +530,20 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             process: None,
             thread: None,
             utilization: round2(util),
-            score: util / NIC_PRACTICAL,
-            wall: util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL),
+            score: if over_link { 0.0 } else { util / NIC_PRACTICAL },
+            wall: !over_link && (util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL)),
             lone: false,
             sentence: format!(
                 "{h}: {name} at {speed_txt}, {} of the link{}",
                 pct(util),
-                if slow_link && configured {
+                if over_link {
+                    format!(
+                        " — more than the link can carry: its stated speed ({} Mb/s{}) is not \
+                         its ceiling (a virtual link), so it is not the wall",
+                        (speed * 8.0 / 1e6).round(),
+                        if configured { ", set by --link-speed" } else { "" }
+                    )
+                } else if slow_link && configured {
                     format!(
                         " — a {} Mb/s link (speed set by --link-speed)",
                         (speed * 8.0 / 1e6).round()

@@ -194,6 +194,28 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum TestCommand {
+    /// Plain TCP from SRC's agent to DST's (no encryption), one stream then more; each run
+    /// with the wall on both hosts meanwhile
+    Net {
+        /// The sending agent
+        #[arg(value_name = "SRC")]
+        src: String,
+        /// The receiving agent (its --test-port must be reachable from SRC)
+        #[arg(value_name = "DST")]
+        dst: String,
+        /// Seconds of each run (runs x seconds at most 60)
+        #[arg(long, default_value = "10")]
+        seconds: u16,
+        /// Streams of each run, in order
+        #[arg(long, value_delimiter = ',', default_value = "1,4")]
+        streams: Vec<u8>,
+        /// Stop after this many bytes in all
+        #[arg(long, value_name = "SIZE", default_value = "75G", value_parser = parse_size)]
+        max_bytes: u64,
+        /// One JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a file in DIR on the NAS with 1 MiB blocks (synced), read it back from the disk,
     /// then once with a single big block (the `dd bs=1G` trap); the file is deleted
     Disk {

@@ -137,6 +137,13 @@ pub enum Incoming {
     KeepAlive(KeepAlive),
 }
 
+/// What the agent says about a test it runs.
+#[derive(Debug)]
+pub enum TestReply {
+    Ready(nasprobe_proto::TestReady),
+    Result(nasprobe_proto::TestResult),
+}
+
 /// An authenticated connection to one agent.
 pub struct Session {
     host: String,
@@ -309,11 +316,27 @@ impl Session {
         req: nasprobe_proto::TestRequest,
         limit: Duration,
     ) -> Result<nasprobe_proto::TestResult, ClientError> {
-        self.send(&Message::TestRequest(req)).await?;
+        self.send_test(req).await?;
+        loop {
+            if let TestReply::Result(r) = self.test_reply(limit).await? {
+                return Ok(r);
+            }
+        }
+    }
+
+    /// Sends a test request (see [`Session::test`]); the replies come from
+    /// [`Session::test_reply`].
+    pub async fn send_test(&mut self, req: nasprobe_proto::TestRequest) -> Result<(), ClientError> {
+        self.send(&Message::TestRequest(req)).await
+    }
+
+    /// The agent's next word on a test: ready (a receiver's port) or its result, within `limit`.
+    pub async fn test_reply(&mut self, limit: Duration) -> Result<TestReply, ClientError> {
         self.read_timeout = limit;
         loop {
             match self.read_msg().await? {
-                Message::TestResult(r) => return Ok(r),
+                Message::TestResult(r) => return Ok(TestReply::Result(r)),
+                Message::TestReady(r) => return Ok(TestReply::Ready(r)),
                 Message::KeepAlive(_) => {}
                 Message::Refused(r) => {
                     return Err(ClientError::Refused {
@@ -321,7 +344,7 @@ impl Session {
                         reason: r.reason.to_string(),
                     });
                 }
-                other => return Err(self.unexpected("TestResult", &other)),
+                other => return Err(self.unexpected("TestResult or TestReady", &other)),
             }
         }
     }

@@ -85,6 +85,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check => nasprobe::report::check(c),
         Command::Test {
             command:
+                TestCommand::Net {
+                    src,
+                    dst,
+                    seconds,
+                    streams,
+                    max_bytes,
+                    json,
+                },
+        } => nasprobe::test_cmd::net(c, &src, &dst, seconds, &streams, max_bytes, json),
+        Command::Test {
+            command:
                 TestCommand::Disk {
                     host,
                     path,

@@ -1,14 +1,17 @@
-//! `nasprobe test disk`: the tests people run by hand on a NAS (dd, hdparm), run by its agent
-//! (started with `--allow-tests`) while the collector records it, so the result comes with the
-//! wall that set it.
+//! `nasprobe test disk` and `nasprobe test net`: the tests people run by hand on a NAS (dd,
+//! hdparm, iperf), run by its agents (started with `--allow-tests`) while the collector records
+//! them, so each result comes with the wall that set it.
 
 use std::time::Duration;
 
 use anyhow::bail;
-use nasprobe_proto::{DiskResult, DiskTest, PATH_LEN, TestRequest, TestResult};
+use nasprobe_proto::{
+    ADDR_LEN, DiskResult, DiskTest, MAX_NET_RUNS, NetReceive, NetRun, NetSend, PATH_LEN,
+    TestRequest, TestResult,
+};
 use serde::Serialize;
 
-use crate::client::{ClientError, Session};
+use crate::client::{ClientError, Session, TestReply};
 use crate::conn::Collector;
 use crate::context::Context;
 
@@ -74,7 +77,7 @@ fn run_recorded(
     };
     let (from, to) = match &result {
         TestResult::Disk(d) => (d.started_ms, d.ended_ms),
-        TestResult::Failed(_) => (0, 0),
+        TestResult::Failed(_) | TestResult::Net(_) => (0, 0),
     };
     std::thread::sleep(SETTLE);
     let store = collector.finish()?;
@@ -110,6 +113,7 @@ pub fn disk(
     let d: DiskResult = match result {
         TestResult::Disk(d) => d,
         TestResult::Failed(why) => bail!("{name}: the disk test failed: {why}"),
+        TestResult::Net(_) => bail!("{name}: the agent answered a disk test with a net result"),
     };
     let big = (d.big_block_bytes > 0).then(|| mb_s(d.big_block_bytes, d.big_write_us));
     let out = DiskOut {
@@ -193,5 +197,253 @@ fn disk_text(d: &DiskOut) -> String {
     if let Some(w) = wall_sentence(&d.wall) {
         o += &format!("  {w}\n");
     }
+    o
+}
+
+/// `test net --json`: one entry per run.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetOut {
+    pub from: String,
+    pub to: String,
+    pub results: Vec<NetRunOut>,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NetRunOut {
+    pub streams: u8,
+    /// What arrived at the receiver, over the receiver's first to last byte.
+    pub mbit_s: f64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// The sender's sockets' total retransmissions.
+    pub retransmits: u32,
+    /// The `bottleneck` of `report --json` over the run.
+    pub wall: serde_json::Value,
+    /// Both hosts during the run: the busiest thread and NIC.
+    pub hosts: Vec<serde_json::Value>,
+}
+
+fn refused(e: ClientError) -> anyhow::Error {
+    match e {
+        ClientError::Refused { host, reason } => {
+            anyhow::anyhow!("{host}: the agent refused the test: {reason}")
+        }
+        e => e.into(),
+    }
+}
+
+/// The receiver's address for the sender: its agent's address as this collector reaches it,
+/// with the test port.
+fn test_addr(agent_addr: &str, port: u16) -> anyhow::Result<String> {
+    use std::net::ToSocketAddrs;
+    let a = agent_addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{agent_addr} resolves to nothing"))?;
+    let s = std::net::SocketAddr::new(a.ip(), port).to_string();
+    anyhow::ensure!(s.len() <= ADDR_LEN, "address {s} too long");
+    Ok(s)
+}
+
+/// `nasprobe test net SRC DST [--seconds 10] [--streams 1,4] [--json]`.
+pub fn net(
+    c: &Context,
+    src: &str,
+    dst: &str,
+    seconds: u16,
+    streams: &[u8],
+    max_bytes: u64,
+    json: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !streams.is_empty() && streams.len() <= MAX_NET_RUNS,
+        "--streams: 1..{MAX_NET_RUNS} counts"
+    );
+    anyhow::ensure!(
+        seconds > 0 && u64::from(seconds) * streams.len() as u64 <= 60,
+        "--seconds x runs must be at most 60 s (the agents' bound)"
+    );
+    let targets = c.targets(&[src.to_string(), dst.to_string()], false)?;
+    anyhow::ensure!(targets.len() == 2, "name two hosts: SRC DST");
+    let (s_name, s_addr, s_tok) = (
+        targets[0].spec.name.clone(),
+        targets[0].spec.addr.clone(),
+        targets[0].token.clone(),
+    );
+    let (d_name, d_addr, d_tok) = (
+        targets[1].spec.name.clone(),
+        targets[1].spec.addr.clone(),
+        targets[1].token.clone(),
+    );
+    let collector = Collector::start(c.open_store()?, targets, Some(c.retention));
+    crate::signals::install();
+    let nonce: [u8; 16] = crate::client::random_nonce()[..16]
+        .try_into()
+        .expect("16 bytes");
+    let total_s = u16::try_from(u64::from(seconds) * streams.len() as u64).unwrap_or(60);
+    let outcome = smol::block_on(async {
+        let mut rx = Session::connect(&d_name, &d_addr, &d_tok)
+            .await
+            .map_err(refused)?;
+        rx.send_test(TestRequest::NetReceive(NetReceive {
+            seconds: total_s,
+            nonce,
+            max_bytes,
+        }))
+        .await?;
+        let port = match rx
+            .test_reply(Duration::from_secs(10))
+            .await
+            .map_err(refused)?
+        {
+            TestReply::Ready(r) => r.port,
+            TestReply::Result(r) => anyhow::bail!("{d_name}: no test port: {r:?}"),
+        };
+        let to = test_addr(&d_addr, port)?;
+        let mut tx = Session::connect(&s_name, &s_addr, &s_tok)
+            .await
+            .map_err(refused)?;
+        let mut runs = heapless::Vec::new();
+        for &k in streams {
+            runs.push(k).expect("bounded above");
+        }
+        let send = TestRequest::NetSend(NetSend {
+            to: to.as_str().try_into().expect("checked length"),
+            seconds,
+            streams: runs,
+            nonce,
+            max_bytes,
+        });
+        let sent = tx.test(send, RESULT_WAIT);
+        let got = async {
+            loop {
+                if let TestReply::Result(r) = rx.test_reply(RESULT_WAIT).await? {
+                    return Ok::<_, ClientError>(r);
+                }
+            }
+        };
+        let (sent, got) = smol::future::zip(sent, got).await;
+        Ok::<_, anyhow::Error>((sent.map_err(refused)?, got.map_err(refused)?))
+    });
+    let (sent, got) = match outcome {
+        Ok(x) => x,
+        Err(e) => {
+            collector.finish().ok();
+            return Err(e);
+        }
+    };
+    let runs_of = |who: &str, r: TestResult| -> anyhow::Result<Vec<NetRun>> {
+        match r {
+            TestResult::Net(v) => Ok(v.into_iter().collect()),
+            TestResult::Failed(why) => anyhow::bail!("{who}: the network test failed: {why}"),
+            TestResult::Disk(_) => anyhow::bail!("{who}: answered a net test with a disk result"),
+        }
+    };
+    let sent = runs_of(&s_name, sent);
+    let got = runs_of(&d_name, got);
+    std::thread::sleep(SETTLE);
+    let store = collector.finish()?;
+    let (sent, got) = (sent?, got?);
+    let mut results = Vec::new();
+    for (i, &k) in streams.iter().enumerate() {
+        let rcv = got.get(i);
+        let snd = sent.get(i);
+        let (bytes, micros) = rcv.map_or((0, 0), |r| (r.bytes, r.micros));
+        let (from, to) = rcv
+            .filter(|r| r.ended_ms > r.started_ms)
+            .map_or((0, 0), |r| (r.started_ms, r.ended_ms));
+        let (wall, hosts) = if to > from {
+            let r = crate::report::load_between(&store, Some(from), Some(to), None)?
+                .1
+                .report;
+            let hosts = r
+                .hosts
+                .iter()
+                .map(|h| {
+                    let nic = h.nics.iter().filter(|n| !n.is_bond).max_by(|a, b| {
+                        a.util
+                            .unwrap_or(0.0)
+                            .total_cmp(&b.util.unwrap_or(0.0))
+                    });
+                    serde_json::json!({
+                        "host": h.name,
+                        "busiest_thread": h.cpu.hottest_thread.as_ref().map(|t| format!("{}/{}", t.process, t.thread)),
+                        "thread_core_fraction": h.cpu.hottest_thread.as_ref().map(|t| t.core_fraction),
+                        "nic": nic.map(|n| n.name.clone()),
+                        "nic_util": nic.and_then(|n| n.util),
+                    })
+                })
+                .collect();
+            (serde_json::to_value(&r.bottleneck)?, hosts)
+        } else {
+            (serde_json::Value::Null, Vec::new())
+        };
+        let secs = micros as f64 / 1e6;
+        results.push(NetRunOut {
+            streams: k,
+            mbit_s: nasprobe_analysis::verdict::round2(if secs > 0.0 {
+                bytes as f64 * 8.0 / 1e6 / secs
+            } else {
+                0.0
+            }),
+            bytes,
+            seconds: nasprobe_analysis::verdict::round2(secs),
+            retransmits: snd.map_or(0, |r| r.retransmits),
+            wall,
+            hosts,
+        });
+    }
+    let out = NetOut {
+        verdict: net_verdict(&results),
+        from: s_name,
+        to: d_name,
+        results,
+    };
+    let mut o = crate::output::stdout();
+    if json {
+        o.line(&serde_json::to_string_pretty(&out)?)?;
+    } else {
+        o.text(&net_text(&out))?;
+    }
+    o.finish()?;
+    Ok(())
+}
+
+fn net_verdict(results: &[NetRunOut]) -> String {
+    let Some(one) = results.first() else {
+        return "no run".into();
+    };
+    let best = results
+        .iter()
+        .max_by(|a, b| a.mbit_s.total_cmp(&b.mbit_s))
+        .expect("not empty");
+    let mut v = format!("{} stream(s): {:.0} Mbit/s", one.streams, one.mbit_s);
+    if best.streams != one.streams && best.mbit_s > one.mbit_s * 1.3 {
+        v += &format!(
+            "; {} streams reach {:.0} Mbit/s: one stream is held back (window, loss or one \
+             core), not the link",
+            best.streams, best.mbit_s
+        );
+    }
+    if let Some(w) = wall_sentence(&one.wall) {
+        v += &format!("; {w}");
+    }
+    v
+}
+
+fn net_text(n: &NetOut) -> String {
+    let mut o = format!("{} → {} (plain TCP, agents' test streams)\n", n.from, n.to);
+    for r in &n.results {
+        o += &format!(
+            "  {:>2} stream(s) {:>8.1} Mbit/s  {:>6} retransmits  {:.1} s",
+            r.streams, r.mbit_s, r.retransmits, r.seconds
+        );
+        if let Some(w) = wall_sentence(&r.wall) {
+            o += &format!("  — {w}");
+        }
+        o.push('\n');
+    }
+    o += &format!("Verdict: {}\n", n.verdict);
     o
 }

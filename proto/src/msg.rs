@@ -76,6 +76,9 @@ pub enum Message {
     TestRequest(TestRequest),
     /// Agent → collector: the test's outcome; the agent closes the connection after it.
     TestResult(TestResult),
+    /// Agent → collector, for a test with a second step (`NetReceive`): ready, listening on
+    /// this port; the `TestResult` follows.
+    TestReady(TestReady),
 }
 
 impl Message {
@@ -93,6 +96,7 @@ impl Message {
             Message::Refused(_) => "Refused",
             Message::TestRequest(_) => "TestRequest",
             Message::TestResult(_) => "TestResult",
+            Message::TestReady(_) => "TestReady",
         }
     }
 }
@@ -125,6 +129,61 @@ pub struct Refused {
 pub enum TestRequest {
     /// Write then read back a file in a folder of the NAS (`nasprobe test disk`).
     Disk(DiskTest),
+    /// `nasprobe test net`, receiving side: accept the sender's streams on the agent's test
+    /// port (`TestReady` names it) and count what arrives.
+    NetReceive(NetReceive),
+    /// `nasprobe test net`, sending side: connect to the receiver and send, run by run.
+    NetSend(NetSend),
+}
+
+/// Most runs one `test net` makes (stream counts, e.g. 1 then 4).
+pub const MAX_NET_RUNS: usize = 4;
+/// Most streams of one run.
+pub const MAX_NET_STREAMS: u8 = 16;
+/// An address the sender connects to ("192.0.2.10:7452", "[2001:db8::1]:7452").
+pub const ADDR_LEN: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetReceive {
+    /// How long the receiver waits for the whole test (all runs), s.
+    pub seconds: u16,
+    /// Streams must open with this, so nobody else's connection is counted.
+    pub nonce: [u8; 16],
+    /// Bytes after which the receiver closes.
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetSend {
+    /// The receiver's test port as the collector reaches it.
+    pub to: String<ADDR_LEN>,
+    /// Each run's length, s.
+    pub seconds: u16,
+    /// The streams of each run, in order (e.g. [1, 4]).
+    pub streams: Vec<u8, MAX_NET_RUNS>,
+    pub nonce: [u8; 16],
+    /// Bytes after which a run stops sending.
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestReady {
+    pub port: u16,
+}
+
+/// One run of a network test as one side saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRun {
+    pub streams: u8,
+    /// Bytes sent (sender) or received (receiver).
+    pub bytes: u64,
+    /// From the first to the last byte of the run, µs.
+    pub micros: u64,
+    /// The sender's sockets' total retransmissions (TCP_INFO); 0 on the receiver.
+    pub retransmits: u32,
+    /// Agent wall clock at the run's start and end, ms since the epoch.
+    pub started_ms: u64,
+    pub ended_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +202,8 @@ pub enum TestResult {
     Disk(DiskResult),
     /// The test started and could not finish (a full disk, a read error): why.
     Failed(String<REASON_LEN>),
+    /// A network test's runs, as this side saw them.
+    Net(Vec<NetRun, MAX_NET_RUNS>),
 }
 
 /// `nasprobe test disk`: 1 MiB blocks written and synced, dropped from the cache, read back;

@@ -853,3 +853,48 @@ fn handshake_takes_a_test_request_instead_of_resume() {
             .is_err()
     );
 }
+
+#[test]
+fn net_test_messages() {
+    test_one(
+        Message::TestRequest(TestRequest::NetReceive(NetReceive {
+            seconds: 20,
+            nonce: [9; 16],
+            max_bytes: 300,
+        })),
+        &[
+            22, 0, 0, 0, 1, 9, 1, 20, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 172, 2,
+        ],
+    );
+    test_one(
+        Message::TestRequest(TestRequest::NetSend(NetSend {
+            to: s("h:1"),
+            seconds: 10,
+            streams: Vec::from_slice(&[1, 4]).unwrap(),
+            nonce: [9; 16],
+            max_bytes: 1,
+        })),
+        &[
+            28, 0, 0, 0, 1, 9, 2, 3, b'h', b':', b'1', 10, 2, 1, 4, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+            9, 9, 9, 9, 9, 9, 1,
+        ],
+    );
+    test_one(
+        Message::TestReady(TestReady { port: 7452 }),
+        &[4, 0, 0, 0, 1, 11, 156, 58],
+    );
+    test_one(
+        Message::TestResult(TestResult::Net(
+            Vec::from_slice(&[NetRun {
+                streams: 1,
+                bytes: 2,
+                micros: 3,
+                retransmits: 4,
+                started_ms: 5,
+                ended_ms: 6,
+            }])
+            .unwrap(),
+        )),
+        &[10, 0, 0, 0, 1, 10, 2, 1, 1, 2, 3, 4, 5, 6],
+    );
+}
