@@ -252,7 +252,12 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         summaries.push(summarize(s, &idx, r.points.len()));
     }
     let candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
-    let bottleneck = verdict::decide(&candidates, flow.as_ref());
+    let mut bottleneck = verdict::decide(&candidates, flow.as_ref());
+    bottleneck.would_not_help.extend(crate::advice::concrete(
+        &series,
+        active_range,
+        flow.as_ref(),
+    ));
 
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     for h in hosts {

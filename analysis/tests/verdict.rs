@@ -32,6 +32,8 @@ struct Load {
     swap_pages_ps: u32,
     alloc_stalls_ps: u32,
     avail_kib: u64,
+    /// NICs negotiated at half duplex.
+    half_duplex: bool,
 }
 
 fn hello(h: &Host) -> Hello {
@@ -148,7 +150,11 @@ fn sample(h: &Host, l: &Load, t: usize) -> Sample {
             .unwrap_or((0.0, 0.0));
         nics.push(NicSample {
             nic: i as u16,
-            flags: flags::LINK_UP | flags::FULL_DUPLEX,
+            flags: if l.half_duplex {
+                flags::LINK_UP
+            } else {
+                flags::LINK_UP | flags::FULL_DUPLEX
+            },
             speed_mbit: *speed,
             rx_bytes: (rx * 1e6) as u64,
             tx_bytes: (tx * 1e6) as u64,
@@ -320,11 +326,55 @@ fn wd_ssh_one_core_pinned_by_ssh() {
     assert_eq!(b["host"], "src");
     assert_eq!(b["process"], "sshd");
     assert_eq!(r["flow"]["grade"], "seriously_wrong");
+    let help = b["would_not_help"].to_string();
+    assert!(help.contains("rsync daemon mode"), "{help}");
+    assert!(help.contains("CPU-bound on ssh encryption"), "{help}");
+    // The indexer at 20% of a core during the transfer is named with its share.
     assert!(
-        b["would_not_help"]
-            .to_string()
-            .contains("rsync daemon mode")
+        help.contains("pausing the indexers during the copy: on src `wdmcserverd` 20% of a core"),
+        "{help}"
     );
+    assert!(
+        !help.contains("MTU") && !help.contains("half duplex"),
+        "{help}"
+    );
+}
+
+#[test]
+fn mtus_that_differ_and_half_duplex_are_said() {
+    let load = |half: bool| {
+        move |_| Load {
+            threads: vec![("rsync", "rsync", 700, 0.3)],
+            nics: vec![(0, 0.5, 40.0)],
+            avail_kib: 300_000,
+            half_duplex: half,
+            ..Default::default()
+        }
+    };
+    let src = host_data(&wd("src"), 60, load(false));
+    let mut dst = host_data(&wd("dst"), 60, |_| Load {
+        nics: vec![(0, 40.0, 0.5)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    dst.instances[0].hello.nics[0].mtu = 9000;
+    let r = json(&[src, dst]);
+    let help = r["bottleneck"]["would_not_help"].to_string();
+    assert!(
+        help.contains("the same MTU at both ends: src egiga0 has 1500, dst egiga0 has 9000"),
+        "{help}"
+    );
+    assert!(!help.contains("half duplex"), "{help}");
+    let src = host_data(&wd("src"), 60, load(true));
+    let dst = host_data(&wd("dst"), 60, |_| Load {
+        nics: vec![(0, 40.0, 0.5)],
+        avail_kib: 300_000,
+        ..Default::default()
+    });
+    let r = json(&[src, dst]);
+    let help = r["bottleneck"]["would_not_help"].to_string();
+    assert!(help.contains("full duplex on src egiga0"), "{help}");
+    assert!(!help.contains("MTU"), "{help}");
 }
 
 #[test]
