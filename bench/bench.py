@@ -217,8 +217,10 @@ class Ctx:
         self.quick = quick
         self.token = os.path.join(work, "token")
         if not os.path.exists(self.token):
+            # 64 hex characters and a newline, as the agent makes it (proto::token's rules
+            # refuse a binary token file).
             with open(self.token, "wb") as f:
-                f.write(os.urandom(32))
+                f.write(os.urandom(32).hex().encode() + b"\n")
             os.chmod(self.token, 0o600)
 
     def b(self, name):

@@ -30,11 +30,19 @@ use crate::sampler::{Sampler, wall_ms};
 
 /// Send a `KeepAlive` after this long without sending anything.
 pub(crate) const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
-/// Failed authentications from one address within [`AUTH_FAIL_WINDOW`] before it is blocked.
+/// Failed authentications from one address within [`AUTH_FAIL_WINDOW`] answered at once; each
+/// further wrong proof from it is answered only after a delay that doubles with every failure
+/// ([`AUTH_DELAY_FIRST`] .. [`AUTH_DELAY_MAX`]). A right proof is never delayed or refused: a
+/// collector behind the same address as a guesser (NAT, the same desktop) is not locked out.
 pub(crate) const AUTH_FAIL_LIMIT: u32 = 3;
 pub(crate) const AUTH_FAIL_WINDOW: Duration = Duration::from_secs(60);
-/// How long a blocked address is refused.
-pub(crate) const AUTH_BLOCK_FOR: Duration = Duration::from_secs(60);
+/// Delay of the refusal of the first wrong proof over the limit.
+pub(crate) const AUTH_DELAY_FIRST: Duration = Duration::from_millis(250);
+/// Longest delay of a refusal (below the handshake deadline).
+pub(crate) const AUTH_DELAY_MAX: Duration = Duration::from_secs(1);
+/// Frames a client may send per second once authenticated (it needs one `KeepAlive` in a
+/// while); more and it is dropped.
+pub(crate) const CLIENT_FRAMES_PER_S: u32 = 20;
 /// Addresses the rate limiter remembers (the oldest entry is forgotten first).
 const LIMITER_SLOTS: usize = 16;
 /// Largest frame the agent ever sends (prefix included).
@@ -68,12 +76,10 @@ struct FailEntry {
     ip: IpAddr,
     window_start: Instant,
     failures: u32,
-    blocked_until: Option<Instant>,
-    /// Refusals while blocked since the block started (logged once, counted at the end).
-    refused: u32,
 }
 
-/// Remembers failed authentications per address in a fixed table.
+/// Remembers failed authentications (per failed nonce pair, counted by address) in a fixed
+/// table; see [`AUTH_FAIL_LIMIT`].
 pub(crate) struct AuthLimiter {
     slots: [Option<FailEntry>; LIMITER_SLOTS],
 }
@@ -87,32 +93,17 @@ impl Default for AuthLimiter {
 }
 
 impl AuthLimiter {
-    /// `Some(remaining)` while `ip` is blocked.
-    pub fn blocked(&mut self, ip: IpAddr, now: Instant) -> Option<Duration> {
-        let e = self.slots.iter_mut().flatten().find(|e| e.ip == ip)?;
-        match e.blocked_until {
-            Some(until) if until > now => {
-                e.refused += 1;
-                Some(until - now)
+    /// A right proof from `ip`: its failures are forgotten.
+    pub fn succeed(&mut self, ip: IpAddr) {
+        for e in self.slots.iter_mut() {
+            if e.is_some_and(|e| e.ip == ip) {
+                *e = None;
             }
-            Some(_) => {
-                if e.refused > 0 {
-                    log::info!(
-                        "{ip}: block lifted ({} connections were refused meanwhile)",
-                        e.refused
-                    );
-                }
-                e.blocked_until = None;
-                e.failures = 0;
-                e.refused = 0;
-                None
-            }
-            None => None,
         }
     }
 
-    /// Records a failure; returns true when it makes `ip` blocked.
-    pub fn fail(&mut self, ip: IpAddr, now: Instant) -> bool {
+    /// Records a wrong proof; returns how long to wait before refusing it (None: at once).
+    pub fn fail(&mut self, ip: IpAddr, now: Instant) -> Option<Duration> {
         let idx = match self
             .slots
             .iter()
@@ -134,25 +125,22 @@ impl AuthLimiter {
                     ip,
                     window_start: now,
                     failures: 0,
-                    blocked_until: None,
-                    refused: 0,
                 });
                 i
             }
         };
-        let Some(e) = self.slots[idx].as_mut() else {
-            return false;
-        };
+        let e = self.slots[idx].as_mut()?;
         if now.duration_since(e.window_start) > AUTH_FAIL_WINDOW {
             e.window_start = now;
             e.failures = 0;
         }
-        e.failures += 1;
-        if e.failures >= AUTH_FAIL_LIMIT && e.blocked_until.is_none() {
-            e.blocked_until = Some(now + AUTH_BLOCK_FOR);
-            return true;
-        }
-        false
+        e.failures = e.failures.saturating_add(1);
+        let over = e.failures.checked_sub(AUTH_FAIL_LIMIT + 1)?;
+        Some(
+            AUTH_DELAY_FIRST
+                .saturating_mul(1u32 << over.min(16))
+                .min(AUTH_DELAY_MAX),
+        )
     }
 }
 
@@ -178,6 +166,12 @@ struct Client {
     /// Last time the socket accepted bytes or there was nothing to send.
     last_progress: Instant,
     records_sent: u64,
+    /// Frames received since `frames_since` once streaming (at most [`CLIENT_FRAMES_PER_S`] a
+    /// second).
+    frames: u32,
+    frames_since: Instant,
+    /// A wrong proof over the limit: refused at `deadline`, input ignored until then.
+    refusing: bool,
 }
 
 impl Client {
@@ -614,18 +608,6 @@ impl Server {
                 continue;
             }
             let _ = stream.set_nodelay(true);
-            if let Some(left) = self.limiter.blocked(peer.ip(), now) {
-                self.refuse_now(
-                    stream,
-                    peer,
-                    &format!(
-                        "too many failed authentications from this address; retry in {} s",
-                        left.as_secs() + 1
-                    ),
-                    log::Level::Debug,
-                );
-                continue;
-            }
             let Some(slot) = self.clients.iter().position(|c| c.is_none()) else {
                 let reason = format!(
                     "too many clients (at most {}, see --max-clients)",
@@ -660,6 +642,9 @@ impl Server {
                 last_send: now,
                 last_progress: now,
                 records_sent: 0,
+                frames: 0,
+                frames_since: now,
+                refusing: false,
             };
             log::debug!("client {peer}: connected");
             let challenge = c.hs.challenge();
@@ -760,9 +745,26 @@ impl Server {
         let Some(c) = self.clients[slot].as_mut() else {
             return;
         };
+        if c.refusing {
+            return;
+        }
+        if c.hs.is_streaming() {
+            if now.duration_since(c.frames_since) >= Duration::from_secs(1) {
+                c.frames_since = now;
+                c.frames = 0;
+            }
+            c.frames += 1;
+            if c.frames > CLIENT_FRAMES_PER_S {
+                let reason =
+                    format!("sends too much: more than {CLIENT_FRAMES_PER_S} messages in a second");
+                self.refuse_and_drop(slot, &reason);
+                return;
+            }
+        }
         let r = match c.hs.on_message(&self.token, &msg) {
             Ok(AgentAction::Nothing) => return,
             Ok(AgentAction::SendAuthOk(ok)) => {
+                self.limiter.succeed(c.peer.ip());
                 let ok = Message::AuthOk(ok);
                 let hello = Message::Hello(self.hello());
                 let Some(c) = self.clients[slot].as_mut() else {
@@ -784,15 +786,22 @@ impl Server {
             }
             Err(HandshakeError::BadProof) => {
                 let ip = c.peer.ip();
-                if self.limiter.fail(ip, now) {
-                    log::warn!(
-                        "{ip}: {AUTH_FAIL_LIMIT} failed authentications within {} s: \
-                         refusing it for {} s",
-                        AUTH_FAIL_WINDOW.as_secs(),
-                        AUTH_BLOCK_FOR.as_secs()
-                    );
+                match self.limiter.fail(ip, now) {
+                    Some(delay) => {
+                        if delay == AUTH_DELAY_FIRST {
+                            log::warn!(
+                                "{ip}: {AUTH_FAIL_LIMIT} failed authentications within {} s: its \
+                                 wrong proofs are now refused after a delay (up to {} ms); a \
+                                 right one is not delayed",
+                                AUTH_FAIL_WINDOW.as_secs(),
+                                AUTH_DELAY_MAX.as_millis()
+                            );
+                        }
+                        c.refusing = true;
+                        c.deadline = now + delay;
+                    }
+                    None => self.refuse_and_drop(slot, &HandshakeError::BadProof.to_string()),
                 }
-                self.refuse_and_drop(slot, &HandshakeError::BadProof.to_string());
                 return;
             }
             Err(e) => {
@@ -943,6 +952,10 @@ impl Server {
             }
             if !c.hs.is_streaming() {
                 if now >= c.deadline {
+                    if c.refusing {
+                        self.refuse_and_drop(slot, &HandshakeError::BadProof.to_string());
+                        continue;
+                    }
                     let reason = format!(
                         "handshake not completed within {} ms",
                         self.limits.handshake_timeout.as_millis()
@@ -1007,21 +1020,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn limiter_blocks_after_three_failures_and_lifts() {
+    fn limiter_delays_wrong_proofs_after_three_and_forgets_on_success() {
         let mut l = AuthLimiter::default();
         let ip: IpAddr = "127.0.0.2".parse().unwrap();
         let other: IpAddr = "127.0.0.3".parse().unwrap();
         let t0 = Instant::now();
-        assert!(!l.fail(ip, t0));
-        assert!(!l.fail(ip, t0));
-        assert!(l.blocked(ip, t0).is_none());
-        assert!(l.fail(ip, t0));
-        assert!(l.blocked(ip, t0 + Duration::from_secs(1)).is_some());
-        assert!(l.blocked(other, t0).is_none());
-        assert!(
-            l.blocked(ip, t0 + AUTH_BLOCK_FOR + Duration::from_secs(1))
-                .is_none()
-        );
+        for _ in 0..AUTH_FAIL_LIMIT {
+            assert_eq!(l.fail(ip, t0), None);
+        }
+        let ms = |d: Option<Duration>| d.map(|d| d.as_millis());
+        assert_eq!(ms(l.fail(ip, t0)), Some(250));
+        assert_eq!(ms(l.fail(ip, t0)), Some(500));
+        assert_eq!(ms(l.fail(ip, t0)), Some(1000));
+        assert_eq!(ms(l.fail(ip, t0)), Some(1000), "capped");
+        assert_eq!(l.fail(other, t0), None, "per address");
+        l.succeed(ip);
+        assert_eq!(l.fail(ip, t0), None, "a right proof resets");
     }
 
     #[test]
@@ -1029,9 +1043,13 @@ mod tests {
         let mut l = AuthLimiter::default();
         let ip: IpAddr = "127.0.0.2".parse().unwrap();
         let t0 = Instant::now();
-        l.fail(ip, t0);
-        l.fail(ip, t0);
-        assert!(!l.fail(ip, t0 + AUTH_FAIL_WINDOW + Duration::from_secs(1)));
+        for _ in 0..AUTH_FAIL_LIMIT {
+            l.fail(ip, t0);
+        }
+        assert_eq!(
+            l.fail(ip, t0 + AUTH_FAIL_WINDOW + Duration::from_secs(1)),
+            None
+        );
     }
 
     #[test]

@@ -9,8 +9,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Most bytes a token file may hold (the token is the trimmed content).
-const MAX_TOKEN_FILE: u64 = 4096;
+use nasprobe_proto::token::{MAX_TOKEN_FILE_BYTES as MAX_TOKEN_FILE, token_from_file};
 
 /// Fills `buf` from /dev/urandom (not getrandom(2): Linux 3.10 lacks it).
 pub(crate) fn random_bytes(buf: &mut [u8]) -> std::io::Result<()> {
@@ -63,13 +62,7 @@ pub fn load(path: &Path) -> Result<Vec<u8>, String> {
     let mut content = Vec::new();
     f.read_to_end(&mut content)
         .map_err(|e| format!("token file {p}: {e}"))?;
-    let token = content.trim_ascii();
-    if token.len() < 16 {
-        return Err(format!(
-            "token file {p}: the token is shorter than 16 bytes; delete the file and the agent \
-             makes a new one"
-        ));
-    }
+    let token = token_from_file(&content).map_err(|e| format!("token file {p}: {e}"))?;
     Ok(token.to_vec())
 }
 

@@ -37,9 +37,16 @@ impl TimedSample {
         }
     }
 
-    /// The decoded sample; None when the body is not a valid sample.
+    /// The decoded sample, its strings made safe to show (`proto::sanitize`: a row stored by an
+    /// older collector may hold terminal escapes); None when the body is not exactly a valid
+    /// sample (bytes left over count as corrupt).
     pub fn decode(&self) -> Option<Sample> {
-        postcard::from_bytes(&self.body).ok()
+        let (mut s, rest) = postcard::take_from_bytes::<Sample>(&self.body).ok()?;
+        if !rest.is_empty() {
+            return None;
+        }
+        nasprobe_proto::sanitize::sample(&mut s);
+        Some(s)
     }
 }
 

@@ -211,10 +211,14 @@ pub struct Progress {
     pub eta_seconds: Option<f64>,
 }
 
-/// Builds the report of the hosts' data.
-/// Gap reason of a stored sample the analysis could not decode (a corrupt row): it is left
-/// out of every figure and listed here instead of being dropped silently.
-pub(crate) const UNDECODABLE: &str = "undecodable: the stored sample does not decode";
+/// Prefix of the gap reason of a stored row that could not be decoded (a corrupt row): it is
+/// left out of every figure and listed as a gap instead of being dropped silently.
+pub const UNDECODABLE_PREFIX: &str = "undecodable";
+
+/// The gap reason of stored `what` ("sample", "event") `seq` that does not decode.
+pub fn undecodable_reason(what: &str, seq: u64) -> String {
+    format!("{UNDECODABLE_PREFIX}: the stored {what} seq {seq} does not decode")
+}
 
 /// Everything the analysis builds from one window, built once: the JSON and text renderings
 /// print its `report`, the HTML one draws its series and candidates as well (none of them
@@ -300,12 +304,12 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
                 samples: g.samples,
                 reason: g.reason.clone(),
             });
-            let undecodable = r.undecodable.iter().map(|&t| GapOut {
+            let undecodable = r.undecodable.iter().map(|&(t, seq)| GapOut {
                 host: h.name.clone(),
                 from: rfc3339(t),
                 to: rfc3339(t),
                 samples: Some(1),
-                reason: UNDECODABLE.to_string(),
+                reason: undecodable_reason("sample", seq),
             });
             stored.chain(undecodable)
         })
@@ -948,7 +952,13 @@ mod tests {
             .iter()
             .map(|g| (&g.reason[..], g.samples))
             .collect();
-        assert_eq!(gaps, [(UNDECODABLE, Some(1))]);
+        assert_eq!(
+            gaps,
+            [(
+                "undecodable: the stored sample seq 2 does not decode",
+                Some(1)
+            )]
+        );
         assert_eq!(a.report.gaps[0].from, "1970-01-01T00:00:02Z");
     }
 }

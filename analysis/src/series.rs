@@ -136,9 +136,9 @@ pub struct HostSeries {
     pub mounts: BTreeMap<String, Vec<f64>>,
     /// Agent's own CPU, fraction of a core.
     pub agent_cpu: Vec<f64>,
-    /// Times of the samples that could not be used (a body that does not decode, or an
-    /// instance that is not in the input): the report lists them as gaps.
-    pub undecodable: Vec<u64>,
+    /// Times and seqs of the samples that could not be used (a body that does not decode, or
+    /// an instance that is not in the input): the report lists them as gaps.
+    pub undecodable: Vec<(u64, u64)>,
 }
 
 /// Busy and iowait fractions of one CPU entry (NaN when unknown).
@@ -174,11 +174,11 @@ pub fn build(host: &HostData) -> HostSeries {
     }
     for ts in &host.samples {
         let Some(inst) = host.instances.get(ts.instance) else {
-            s.undecodable.push(ts.time_ms);
+            s.undecodable.push((ts.time_ms, ts.seq));
             continue;
         };
         let Some(sample) = ts.decode() else {
-            s.undecodable.push(ts.time_ms);
+            s.undecodable.push((ts.time_ms, ts.seq));
             continue;
         };
         let i = s.points.len();

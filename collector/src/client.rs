@@ -70,7 +70,7 @@ pub enum ClientError {
         got: u64,
     },
     #[error(
-        "{host}: Gone {from}..={to} of instance {instance:#x} does not fit (expected from {expected}, instance {current:#x})"
+        "{host}: Gone {from}..={to} of instance {instance:#x} does not fit (expected from {expected}, instance {current:#x}, at most to {max})"
     )]
     BadGone {
         host: String,
@@ -79,7 +79,15 @@ pub enum ClientError {
         from: u64,
         to: u64,
         expected: u64,
+        max: u64,
     },
+    #[error("{host}: implausible Hello: {why}")]
+    BadHello { host: String, why: String },
+    #[error(
+        "{host}: sequence number past {} (expected {expected})",
+        crate::validate::MAX_SEQ
+    )]
+    SeqRange { host: String, expected: u64 },
 }
 
 impl ClientError {
@@ -93,6 +101,8 @@ impl ClientError {
                 | ClientError::Version { .. }
                 | ClientError::SeqOrder { .. }
                 | ClientError::BadGone { .. }
+                | ClientError::BadHello { .. }
+                | ClientError::SeqRange { .. }
                 | ClientError::BadAgentProof { .. }
         )
     }
@@ -109,15 +119,52 @@ impl ClientError {
     }
 }
 
-/// Reads a token file the way the agent does: its bytes with surrounding ASCII whitespace
-/// trimmed (the agent writes 64 hex characters and a newline).
-pub(crate) fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
-    use anyhow::Context;
-    let raw = std::fs::read(path)
-        .with_context(|| format!("cannot read token file {}", path.display()))?;
-    let t = raw.trim_ascii().to_vec();
-    anyhow::ensure!(!t.is_empty(), "token file {} is empty", path.display());
-    Ok(t)
+/// Reads a token file by the agent's rules (`nasprobe_proto::token`): a regular file, not
+/// accessible by group or others (mode 0600), at most 4096 bytes, the token 16+ printable ASCII
+/// characters once surrounding whitespace is trimmed. A symlink is followed only to a file in the
+/// same directory (e.g. `token -> token.2026`): one to elsewhere (`/etc/shadow`) is refused.
+pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let p = path.display();
+    let link = std::fs::symlink_metadata(path)
+        .map_err(|e| anyhow::anyhow!("cannot read token file {p}: {e}"))?;
+    if link.file_type().is_symlink() {
+        let real = std::fs::canonicalize(path)
+            .map_err(|e| anyhow::anyhow!("token file {p}: a symlink that does not resolve: {e}"))?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        anyhow::ensure!(
+            real.parent() == Some(dir.as_path()),
+            "token file {p} is a symlink to {}, outside its directory: refused (copy the token \
+             file there instead, mode 0600)",
+            real.display()
+        );
+    }
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| anyhow::anyhow!("cannot read token file {p}: {e}"))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("token file {p}: {e}"))?;
+    anyhow::ensure!(meta.is_file(), "token file {p}: not a regular file");
+    #[cfg(unix)]
+    anyhow::ensure!(
+        std::os::unix::fs::MetadataExt::mode(&meta) & 0o077 == 0,
+        "token file {p} is accessible by group or others (mode {:o}); anyone who can read it can \
+         read your agents' samples. Fix it with: chmod 600 {p}",
+        std::os::unix::fs::MetadataExt::mode(&meta) & 0o777
+    );
+    let max = nasprobe_proto::token::MAX_TOKEN_FILE_BYTES;
+    let mut raw = Vec::new();
+    (&mut f)
+        .take(max + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| anyhow::anyhow!("token file {p}: {e}"))?;
+    let t = nasprobe_proto::token::token_from_file(&raw)
+        .map_err(|e| anyhow::anyhow!("token file {p}: {e}"))?;
+    Ok(t.to_vec())
 }
 
 /// 32 random bytes from the OS.
@@ -155,6 +202,10 @@ pub struct Session {
     pub hello: Hello,
     /// Sequence number the next record must carry (0 before `Resume`).
     expected_seq: u64,
+    /// The times records of this connection may carry (from the `Hello`).
+    pub(crate) window: crate::validate::TimeWindow,
+    /// When the `Hello` arrived (bounds how far a `Gone` may reach).
+    hello_at: std::time::Instant,
 }
 
 fn wire_err(host: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
@@ -208,6 +259,8 @@ impl Session {
                 ..Hello::default()
             },
             expected_seq: 0,
+            window: crate::validate::TimeWindow::new(&Hello::default()),
+            hello_at: std::time::Instant::now(),
         };
         let h = host.to_string();
         timeout(HANDSHAKE_TIMEOUT, s.handshake(token), || {
@@ -229,7 +282,16 @@ impl Session {
             match hs.on_message(token, msg) {
                 Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)).await?,
                 Ok(ClientAction::Wait) => {}
-                Ok(ClientAction::Hello(h)) => {
+                Ok(ClientAction::Hello(mut h)) => {
+                    nasprobe_proto::sanitize::hello(&mut h);
+                    crate::validate::check_hello(&h, crate::conn::now_ms()).map_err(|why| {
+                        ClientError::BadHello {
+                            host: self.host.clone(),
+                            why,
+                        }
+                    })?;
+                    self.window = crate::validate::TimeWindow::new(&h);
+                    self.hello_at = std::time::Instant::now();
                     self.hello = h;
                     return Ok(());
                 }
@@ -244,7 +306,7 @@ impl Session {
                         HandshakeError::BadProof => ClientError::BadAgentProof { host },
                         HandshakeError::Refused(reason) => ClientError::Refused {
                             host,
-                            reason: reason.to_string(),
+                            reason: nasprobe_proto::sanitize::text(&reason),
                         },
                         HandshakeError::Version(version) => ClientError::Version { host, version },
                     });
@@ -256,7 +318,13 @@ impl Session {
     /// Asks for everything after `after_seq` of `instance_id` (see the protocol's step 4).
     pub async fn resume(&mut self, instance_id: u64, after_seq: u64) -> Result<(), ClientError> {
         self.expected_seq = if instance_id == self.hello.instance_id {
-            after_seq + 1
+            after_seq
+                .checked_add(1)
+                .filter(|&s| s <= crate::validate::MAX_SEQ)
+                .ok_or_else(|| ClientError::SeqRange {
+                    host: self.host.clone(),
+                    expected: after_seq,
+                })?
         } else {
             1
         };
@@ -271,7 +339,7 @@ impl Session {
     pub async fn next(&mut self) -> Result<Incoming, ClientError> {
         let (msg, body_at) = self.read_frame().await?;
         match msg {
-            Message::Record(r) => {
+            Message::Record(mut r) => {
                 if r.seq != self.expected_seq {
                     return Err(ClientError::SeqOrder {
                         host: self.host.clone(),
@@ -279,13 +347,17 @@ impl Session {
                         got: r.seq,
                     });
                 }
-                self.expected_seq += 1;
-                Ok(Incoming::Record(Box::new(r), body_at))
+                self.expected_seq = self.next_seq(r.seq)?;
+                let mut body = body_at;
+                sanitize_record(&mut r, &mut body);
+                Ok(Incoming::Record(Box::new(r), body))
             }
             Message::Gone(g) => {
+                let max = self.gone_max();
                 if g.instance_id != self.hello.instance_id
                     || g.from_seq != self.expected_seq
                     || g.to_seq < g.from_seq
+                    || g.to_seq > max
                 {
                     return Err(ClientError::BadGone {
                         host: self.host.clone(),
@@ -294,15 +366,16 @@ impl Session {
                         from: g.from_seq,
                         to: g.to_seq,
                         expected: self.expected_seq,
+                        max,
                     });
                 }
-                self.expected_seq = g.to_seq + 1;
+                self.expected_seq = self.next_seq(g.to_seq)?;
                 Ok(Incoming::Gone(g))
             }
             Message::KeepAlive(k) => Ok(Incoming::KeepAlive(k)),
             Message::Refused(r) => Err(ClientError::Goodbye {
                 host: self.host.clone(),
-                reason: r.reason.to_string(),
+                reason: nasprobe_proto::sanitize::text(&r.reason),
             }),
             other => Err(self.unexpected("Record, Gone or KeepAlive", &other)),
         }
@@ -335,18 +408,44 @@ impl Session {
         self.read_timeout = limit;
         loop {
             match self.read_msg().await? {
-                Message::TestResult(r) => return Ok(TestReply::Result(r)),
+                Message::TestResult(mut r) => {
+                    nasprobe_proto::sanitize::test_result(&mut r);
+                    return Ok(TestReply::Result(r));
+                }
                 Message::TestReady(r) => return Ok(TestReply::Ready(r)),
                 Message::KeepAlive(_) => {}
                 Message::Refused(r) => {
                     return Err(ClientError::Refused {
                         host: self.host.clone(),
-                        reason: r.reason.to_string(),
+                        reason: nasprobe_proto::sanitize::text(&r.reason),
                     });
                 }
                 other => return Err(self.unexpected("TestResult or TestReady", &other)),
             }
         }
+    }
+
+    /// The seq after `seq`, when it is still one the store can keep.
+    fn next_seq(&self, seq: u64) -> Result<u64, ClientError> {
+        seq.checked_add(1)
+            .filter(|&s| s <= crate::validate::MAX_SEQ)
+            .ok_or_else(|| ClientError::SeqRange {
+                host: self.host.clone(),
+                expected: seq,
+            })
+    }
+
+    /// The highest seq a `Gone` may reach now: the `Hello`'s newest seq plus what the agent can
+    /// have produced since (a sample and the collector's event cap per interval, +2 intervals).
+    fn gone_max(&self) -> u64 {
+        let iv = u64::from(self.hello.interval_ms.max(1));
+        let intervals =
+            u64::try_from(self.hello_at.elapsed().as_millis()).unwrap_or(u64::MAX) / iv + 2;
+        let per = 1 + crate::conn::EVENTS_PER_INTERVAL as u64;
+        self.hello
+            .newest_seq
+            .saturating_add(intervals.saturating_mul(per))
+            .min(crate::validate::MAX_SEQ - 1)
     }
 
     /// Sends a `KeepAlive` (the agent ignores it; it keeps NAT state alive).
@@ -444,6 +543,25 @@ impl Session {
                     host: self.host.clone(),
                 });
             }
+        }
+    }
+}
+
+/// Makes a record's strings safe (`proto::sanitize`); when one changed, `body` (its postcard
+/// body as received) is re-encoded from the fixed record so that what is stored is what is shown.
+fn sanitize_record(r: &mut Record, body: &mut Vec<u8>) {
+    use nasprobe_proto::{RecordBody, sanitize};
+    let changed = match &mut r.body {
+        RecordBody::Sample(s) => sanitize::sample(s),
+        RecordBody::Event(e) => sanitize::event(e),
+    };
+    if changed {
+        let enc = match &r.body {
+            RecordBody::Sample(s) => postcard::to_allocvec(s),
+            RecordBody::Event(e) => postcard::to_allocvec(e),
+        };
+        if let Ok(b) = enc {
+            *body = b;
         }
     }
 }

@@ -34,6 +34,9 @@ pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(500);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// Events kept per host for views.
 pub(crate) const RECENT_EVENTS: usize = 8;
+/// Events stored per host per sampling interval at most; more are dropped and counted (a gap
+/// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
+pub const EVENTS_PER_INTERVAL: usize = 512;
 
 /// Connection state of one host, for views.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +70,12 @@ pub struct HostLive {
     pub bad: Option<String>,
     /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
     pub rejected: u64,
+    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`] in
+    /// one interval.
+    pub dropped_events: u64,
+    /// The last connection failed for a reason retrying does not fix (wrong token, refused,
+    /// another protocol): the error, until a connection succeeds. `record` then exits non-zero.
+    pub config_error: Option<String>,
 }
 
 /// Shared state of a run.
@@ -77,6 +86,43 @@ pub struct Live {
     pub store_error: Mutex<Option<String>>,
     /// Records committed on this run.
     pub committed: std::sync::atomic::AtomicU64,
+    /// Set when the run stops: a write that fails from then on is not retried (the agents'
+    /// rings keep everything after the last committed seq; the next run resumes there).
+    pub abandon: AtomicBool,
+    /// What could not be stored when the run stopped on a failing store: per host and agent
+    /// instance, the records given up and their seq range.
+    pub unstored: Mutex<Vec<Unstored>>,
+}
+
+impl Live {
+    /// One line per host whose records could not be stored at the end of the run, or None.
+    pub fn unstored_report(&self) -> Option<String> {
+        let u = self.unstored.lock().unwrap_or_else(|p| p.into_inner());
+        if u.is_empty() {
+            return None;
+        }
+        let lines: Vec<String> = u
+            .iter()
+            .map(|x| {
+                format!(
+                    "{}: {} records of instance {:x} (seq {}..{}) could not be stored; the \
+                     agent's ring still holds them and the next run resumes there",
+                    x.host, x.records, x.instance_id, x.from_seq, x.to_seq
+                )
+            })
+            .collect();
+        Some(lines.join("\n"))
+    }
+}
+
+/// Records given up at the end of a run whose store could not write (see [`Live::abandon`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unstored {
+    pub host: String,
+    pub instance_id: u64,
+    pub records: u64,
+    pub from_seq: u64,
+    pub to_seq: u64,
 }
 
 impl Live {
@@ -96,11 +142,15 @@ impl Live {
                         gap: None,
                         bad: None,
                         rejected: 0,
+                        dropped_events: 0,
+                        config_error: None,
                     })
                     .collect(),
             ),
             store_error: Mutex::new(None),
             committed: Default::default(),
+            abandon: AtomicBool::new(false),
+            unstored: Mutex::new(Vec::new()),
         })
     }
 
@@ -182,6 +232,8 @@ pub async fn agent_task(
         {
             wait = wait.max(Duration::from_secs(10));
         }
+        let config = matches!(&err, ConnError::Client(c) if c.is_configuration());
+        live.with(idx, |h| h.config_error = config.then(|| err.to_string()));
         if let ConnError::Client(c) = &err
             && c.is_bad_agent()
         {
@@ -262,11 +314,80 @@ async fn run_connection(
         }
         h.hello = Some(hello.clone());
         h.status = Status::Connected;
+        h.config_error = None;
     });
+    let mut gate = Gate::new(&hello);
     loop {
-        let item = match s.next().await? {
-            Incoming::KeepAlive(_) => continue,
+        let next = s.next().await?;
+        let window = s.window;
+        for item in gate.admit(next, &window, idx, spec, reg.instance, live) {
+            // Blocks (and so stops reading the socket) while the store is paused.
+            if tx.send(StoreMsg::Item(item)).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A run of events over the cap, not yet handed to the store.
+#[derive(Debug, Clone, Copy)]
+struct Flood {
+    from_seq: u64,
+    to_seq: u64,
+    from_ms: u64,
+    to_ms: u64,
+}
+
+/// The checks between one connection's stream and the store: record times, plausibility of
+/// samples and events, the event cap per interval. Turns each incoming item into what to store.
+struct Gate {
+    hello: Hello,
+    added: crate::validate::Added,
+    /// Interval number (time_ms / interval_ms) and events kept in it.
+    bucket: (u64, usize),
+    flood: Option<Flood>,
+}
+
+impl Gate {
+    fn new(hello: &Hello) -> Gate {
+        Gate {
+            hello: hello.clone(),
+            added: Default::default(),
+            bucket: (u64::MAX, 0),
+            flood: None,
+        }
+    }
+
+    fn flush(&mut self, instance: i64, out: &mut Vec<Item>) {
+        if let Some(f) = self.flood.take() {
+            out.push(Item::Flood {
+                instance,
+                from_seq: f.from_seq,
+                to_seq: f.to_seq,
+                from_ms: f.from_ms,
+                to_ms: f.to_ms,
+            });
+        }
+    }
+
+    /// What to store for `inc` (nothing, or a flood range then the item).
+    fn admit(
+        &mut self,
+        inc: Incoming,
+        window: &crate::validate::TimeWindow,
+        idx: usize,
+        spec: &HostSpec,
+        instance: i64,
+        live: &Live,
+    ) -> Vec<Item> {
+        let mut out = Vec::new();
+        let (r, body) = match inc {
+            Incoming::KeepAlive(_) => {
+                self.flush(instance, &mut out);
+                return out;
+            }
             Incoming::Gone(g) => {
+                self.flush(instance, &mut out);
                 live.with(idx, |h| {
                     h.gap = Some(format!(
                         "ring overwrote seq {}..{} ({} records)",
@@ -275,62 +396,90 @@ async fn run_connection(
                         g.to_seq - g.from_seq + 1
                     ))
                 });
-                Item::Gone {
-                    instance: reg.instance,
+                out.push(Item::Gone {
+                    instance,
                     from_seq: g.from_seq,
                     to_seq: g.to_seq,
-                }
-            }
-            Incoming::Record(r, body) => {
-                if let RecordBody::Sample(smp) = &r.body
-                    && let Err(why) = crate::validate::check_sample(&hello, smp)
-                {
-                    let n = live.with(idx, |h| {
-                        h.rejected += 1;
-                        h.bad = Some(format!("record {} rejected: {why}", r.seq));
-                        h.rejected
-                    });
-                    log::error!(
-                        "{}: record {} rejected, not stored ({why}); {n} rejected so far, host \
-                         marked bad",
-                        spec.name,
-                        r.seq
-                    );
-                    let item = Item::Rejected {
-                        instance: reg.instance,
-                        seq: r.seq,
-                        time_ms: r.time_ms,
-                        why,
-                    };
-                    if tx.send(StoreMsg::Item(item)).await.is_err() {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                let item = Item::from_record(reg.instance, &r, body);
-                live.with(idx, |h| {
-                    h.received += 1;
-                    match r.body {
-                        RecordBody::Sample(smp) => {
-                            if h.last.as_ref().is_none_or(|l| l.0 < r.seq) {
-                                h.last = Some((r.seq, r.time_ms, Box::new(smp)));
-                            }
-                        }
-                        RecordBody::Event(ev) => {
-                            h.events.push_back((r.time_ms, ev));
-                            while h.events.len() > RECENT_EVENTS {
-                                h.events.pop_front();
-                            }
-                        }
-                    }
                 });
-                item
+                return out;
             }
+            Incoming::Record(r, body) => (r, body),
         };
-        // Blocks (and so stops reading the socket) while the store is paused.
-        if tx.send(StoreMsg::Item(item)).await.is_err() {
-            return Ok(());
+        let verdict = window.check(r.time_ms).and_then(|()| match &r.body {
+            RecordBody::Sample(smp) => {
+                crate::validate::check_sample_with(&self.hello, self.added, smp)
+            }
+            RecordBody::Event(ev) => crate::validate::check_event(&self.hello, ev),
+        });
+        if let Err(why) = verdict {
+            self.flush(instance, &mut out);
+            let n = live.with(idx, |h| {
+                h.rejected += 1;
+                h.bad = Some(format!("record {} rejected: {why}", r.seq));
+                h.rejected
+            });
+            log::error!(
+                "{}: record {} rejected, not stored ({why}); {n} rejected so far, host marked bad",
+                spec.name,
+                r.seq
+            );
+            out.push(Item::Rejected {
+                instance,
+                seq: r.seq,
+                time_ms: r.time_ms,
+                why,
+            });
+            return out;
         }
+        if let RecordBody::Event(ev) = &r.body {
+            let b = r.time_ms / u64::from(self.hello.interval_ms.max(1));
+            if self.bucket.0 != b {
+                self.bucket = (b, 0);
+            }
+            if self.bucket.1 >= EVENTS_PER_INTERVAL {
+                let f = self.flood.get_or_insert(Flood {
+                    from_seq: r.seq,
+                    to_seq: r.seq,
+                    from_ms: r.time_ms,
+                    to_ms: r.time_ms,
+                });
+                f.to_seq = r.seq;
+                f.to_ms = f.to_ms.max(r.time_ms);
+                let first = live.with(idx, |h| {
+                    h.dropped_events += 1;
+                    h.dropped_events == 1
+                });
+                if first {
+                    log::warn!(
+                        "{}: more than {EVENTS_PER_INTERVAL} events in one interval: the rest \
+                         are dropped and counted (a gap 'flood')",
+                        spec.name
+                    );
+                }
+                return out;
+            }
+            self.bucket.1 += 1;
+            self.added.count(ev);
+        }
+        self.flush(instance, &mut out);
+        out.push(Item::from_record(instance, &r, body));
+        live.with(idx, |h| {
+            h.received += 1;
+            match r.body {
+                RecordBody::Sample(smp) => {
+                    if h.last.as_ref().is_none_or(|l| l.0 < r.seq) {
+                        h.last = Some((r.seq, r.time_ms, Box::new(smp)));
+                    }
+                }
+                RecordBody::Event(ev) => {
+                    h.events.push_back((r.time_ms, ev));
+                    while h.events.len() > RECENT_EVENTS {
+                        h.events.pop_front();
+                    }
+                }
+            }
+        });
+        out
     }
 }
 
@@ -340,6 +489,9 @@ async fn run_connection(
 pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live>) -> Store {
     let mut batch: Vec<Item> = Vec::with_capacity(BATCH_MAX);
     let mut pending_hello: Option<StoreMsg> = None;
+    // Instance row → (host, agent instance id), to say what could not be stored.
+    let mut names: std::collections::HashMap<i64, (String, u64)> = Default::default();
+    let mut gave_up = false;
     let mut closed = false;
     loop {
         // Gather a batch: wait for the first message, then up to BATCH_MAX or BATCH_WAIT.
@@ -387,8 +539,22 @@ pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live
         if !batch.is_empty() {
             let items = std::mem::take(&mut batch);
             let n = items.len() as u64;
-            store = write_until_ok(store, items, &live).await;
-            live.committed.fetch_add(n, Ordering::Relaxed);
+            if gave_up {
+                // Never write past what was given up: the resume point must stay before it.
+                give_up(&live, &names, &items);
+            } else {
+                let (s, failed) = write_until_ok(store, items, &live).await;
+                store = s;
+                match failed {
+                    None => {
+                        live.committed.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Some(items) => {
+                        gave_up = true;
+                        give_up(&live, &names, &items);
+                    }
+                }
+            }
         }
         if let Some(StoreMsg::Hello {
             host,
@@ -397,11 +563,15 @@ pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live
             reply,
         }) = pending_hello.take()
         {
+            let label = (host.clone(), hello.instance_id);
             let (s, r) = retry_store(store, &live, move |st: &mut Store| {
                 st.register(&host, &addr, &hello)
             })
             .await;
             store = s;
+            if let Ok(reg) = &r {
+                names.insert(reg.instance, label);
+            }
             reply.send(r.map_err(|e| e.to_string())).await.ok();
         }
         if closed && rx.is_empty() {
@@ -410,11 +580,63 @@ pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live
     }
 }
 
-async fn write_until_ok(store: Store, items: Vec<Item>, live: &Live) -> Store {
+/// Writes a batch, retrying until it succeeds; once the run stops ([`Live::abandon`]) a failed
+/// write is given up and its items returned.
+async fn write_until_ok(store: Store, items: Vec<Item>, live: &Live) -> (Store, Option<Vec<Item>>) {
     let items = Arc::new(items);
-    retry_store(store, live, move |st: &mut Store| st.write_batch(&items))
-        .await
-        .0
+    let it2 = items.clone();
+    let (store, r) = retry_store(store, live, move |st: &mut Store| st.write_batch(&it2)).await;
+    match r {
+        Ok(()) => (store, None),
+        Err(_) => (
+            store,
+            Some(Arc::try_unwrap(items).unwrap_or_else(|a| (*a).clone())),
+        ),
+    }
+}
+
+/// Adds a batch that could not be stored to [`Live::unstored`] (per host and instance).
+fn give_up(live: &Live, names: &std::collections::HashMap<i64, (String, u64)>, items: &[Item]) {
+    let mut u = live.unstored.lock().unwrap_or_else(|p| p.into_inner());
+    for it in items {
+        let (instance, from, to, records) = match it {
+            Item::Sample { instance, seq, .. }
+            | Item::Event { instance, seq, .. }
+            | Item::Rejected { instance, seq, .. } => (*instance, *seq, *seq, 1),
+            Item::Gone {
+                instance,
+                from_seq,
+                to_seq,
+            }
+            | Item::Flood {
+                instance,
+                from_seq,
+                to_seq,
+                ..
+            } => (*instance, *from_seq, *to_seq, 0),
+        };
+        let (host, instance_id) = names
+            .get(&instance)
+            .cloned()
+            .unwrap_or_else(|| (format!("instance row {instance}"), 0));
+        match u
+            .iter_mut()
+            .find(|x| x.host == host && x.instance_id == instance_id)
+        {
+            Some(x) => {
+                x.records += records;
+                x.from_seq = x.from_seq.min(from);
+                x.to_seq = x.to_seq.max(to);
+            }
+            None => u.push(Unstored {
+                host,
+                instance_id,
+                records,
+                from_seq: from,
+                to_seq: to,
+            }),
+        }
+    }
 }
 
 /// Runs `op` on the store in the blocking pool until it succeeds or fails for good (a
@@ -443,6 +665,10 @@ async fn retry_store<T: Send + 'static>(
                 }
                 return (store, Ok(v));
             }
+            Err(err) if live.abandon.load(Ordering::SeqCst) => {
+                log::error!("{err}; the run is stopping: not retried");
+                return (store, Err(err));
+            }
             Err(err) => {
                 let msg = err.to_string();
                 {
@@ -453,7 +679,11 @@ async fn retry_store<T: Send + 'static>(
                     }
                     *e = Some(msg);
                 }
-                smol::Timer::after(wait).await;
+                // Wait, but notice a stop within 50 ms.
+                let until = Instant::now() + wait;
+                while Instant::now() < until && !live.abandon.load(Ordering::SeqCst) {
+                    smol::Timer::after(Duration::from_millis(50)).await;
+                }
                 wait = (wait * 2).min(Duration::from_secs(5));
             }
         }
@@ -547,6 +777,8 @@ async fn run(
         while !stop.load(Ordering::SeqCst) {
             smol::Timer::after(Duration::from_millis(50)).await;
         }
+        // From now on a failing write is given up, not retried: a run asked to stop stops.
+        live.abandon.store(true, Ordering::SeqCst);
         // Cancel the agent tasks (dropping their senders), then let the store drain.
         for a in agents {
             a.cancel().await;

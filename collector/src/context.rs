@@ -73,4 +73,19 @@ impl Context {
     pub(crate) fn open_store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.db)?)
     }
+
+    /// Opens the existing store for a read command: nothing is created, migrated or written
+    /// (see [`Store::open_read_only`]); says on stderr when it could only be read as a snapshot.
+    pub(crate) fn open_store_read(&self) -> anyhow::Result<Store> {
+        anyhow::ensure!(
+            self.db.exists(),
+            "no database at {} (record something first: nasprobe record HOST)",
+            self.db.display()
+        );
+        let (s, note) = Store::open_read_only(&self.db)?;
+        if let Some(n) = note {
+            eprintln!("nasprobe: {n}");
+        }
+        Ok(s)
+    }
 }

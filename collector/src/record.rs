@@ -65,6 +65,12 @@ pub fn run(
         );
     }
     let store = store?;
+    let unstored = live.unstored_report();
+    if let Some(u) = &unstored {
+        for line in u.lines() {
+            eprintln!("nasprobe: {line}");
+        }
+    }
     for h in live.snapshot() {
         if let Some(b) = &h.bad {
             eprintln!(
@@ -83,5 +89,20 @@ pub fn run(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if unstored.is_some() {
+        let err = live
+            .store_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| "writes failed".into());
+        anyhow::bail!("stopped with records not stored: {err}");
+    }
+    let refused: Vec<String> = live
+        .snapshot()
+        .into_iter()
+        .filter_map(|h| h.config_error)
+        .collect();
+    anyhow::ensure!(refused.is_empty(), "{}", refused.join("; "));
     Ok(())
 }

@@ -38,12 +38,7 @@ fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
 }
 
 fn open(c: &Context) -> anyhow::Result<Store> {
-    anyhow::ensure!(
-        c.db.exists(),
-        "no database at {} (record something first: nasprobe record HOST)",
-        c.db.display()
-    );
-    c.open_store()
+    c.open_store_read()
 }
 
 /// Loads the window and analyzes it once (the hosts' data is returned for the HTML view).
@@ -144,19 +139,21 @@ pub fn events(c: &Context, since: Option<Duration>, json_out: bool) -> anyhow::R
 
 pub fn check(c: &Context) -> anyhow::Result<()> {
     let db = &c.db;
-    anyhow::ensure!(db.exists(), "no database at {}", db.display());
-    let store = c.open_store()?;
+    let store = c.open_store_read()?;
     let integrity = store.integrity_check()?;
     let mut out = output::stdout();
     out.line(&format!("integrity {integrity}"))?;
     let mut bad = integrity != "ok";
     for i in store.check()? {
+        let range = if i.last_seq < i.first_seq {
+            "none".to_string()
+        } else {
+            format!("{}..{}", i.first_seq, i.last_seq)
+        };
         out.line(&format!(
-            "host {} instance {:x} seq {}..{} stored {} gone {} duplicates {} holes {}",
+            "host {} instance {:x} seq {range} stored {} gone {} duplicates {} holes {}",
             i.host,
             i.instance_id,
-            i.first_seq,
-            i.last_seq,
             i.stored,
             i.gone,
             i.duplicates,
@@ -166,7 +163,16 @@ pub fn check(c: &Context) -> anyhow::Result<()> {
                 format!("{:?}", i.holes)
             }
         ))?;
-        bad |= i.duplicates > 0 || !i.holes.is_empty();
+        for (seq, why) in &i.bad_rows {
+            let at = seq.map_or_else(|| "Hello".to_string(), |s| format!("seq {s}"));
+            out.line(&format!(
+                "host {} instance {:x} {at}: {}",
+                i.host,
+                i.instance_id,
+                nasprobe_proto::sanitize::text(why)
+            ))?;
+        }
+        bad |= i.duplicates > 0 || !i.holes.is_empty() || !i.bad_rows.is_empty();
     }
     out.finish()?;
     anyhow::ensure!(!bad, "database {} failed the check", db.display());

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use nasprobe_analysis::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
-use nasprobe_proto::{Event, Hello};
+use nasprobe_proto::{Event, Hello, Sample};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::model;
@@ -26,6 +26,9 @@ pub const REASON_RESTART: &str = "agent restarted";
 pub const REASON_RING: &str = "ring overwrote";
 /// Reason prefix of a record the collector refused to store (implausible values, see `validate`).
 pub(crate) const REASON_REJECTED: &str = "rejected";
+/// Reason of events dropped over the collector's cap per interval (`conn::EVENTS_PER_INTERVAL`);
+/// one gap per flood, its `samples` the number of events dropped.
+pub(crate) const REASON_FLOOD: &str = "flood: events over the cap per interval dropped";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -41,6 +44,14 @@ pub enum StoreError {
         "database {path} was written by a newer nasprobe (schema {found}, this one knows up to {known})"
     )]
     TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error(
+        "database {path} has schema {found}, this nasprobe reads {known}: run 'nasprobe record' on it once (it migrates)"
+    )]
+    Old {
         path: PathBuf,
         found: i64,
         known: i64,
@@ -172,6 +183,16 @@ pub enum Item {
         from_seq: u64,
         to_seq: u64,
     },
+    /// Events over the cap per interval, `from_seq..=to_seq` (samples in between are stored):
+    /// a gap with reason [`REASON_FLOOD`], merged into the instance's previous flood gap when
+    /// that ended less than a minute before.
+    Flood {
+        instance: i64,
+        from_seq: u64,
+        to_seq: u64,
+        from_ms: u64,
+        to_ms: u64,
+    },
     /// A record that decoded but failed the plausibility checks (`validate`): not stored,
     /// recorded as a one-record gap with reason `rejected: WHY`.
     Rejected {
@@ -250,6 +271,9 @@ pub struct InstanceCheck {
     pub gone: u64,
     /// Ranges missing without a recorded gap: must be empty.
     pub holes: Vec<(u64, u64)>,
+    /// Stored rows that do not decode or fail the collector's checks (`validate`), or a
+    /// `Hello` that fails them (seq None): must be empty.
+    pub bad_rows: Vec<(Option<u64>, String)>,
 }
 
 pub struct Store {
@@ -279,6 +303,69 @@ impl Store {
         s.setup().map_err(|e| s.err(e))?;
         s.migrate()?;
         Ok(s)
+    }
+
+    /// Opens an existing database for reading only (report, events, check, export): nothing is
+    /// created, migrated or written. A file on a read-only file system (where SQLite cannot
+    /// make its `-shm` file) is opened as immutable, and the returned note says so (a recorder
+    /// writing to it meanwhile is then not seen).
+    pub fn open_read_only(path: &Path) -> Result<(Store, Option<String>), StoreError> {
+        use rusqlite::OpenFlags;
+        let probe = |conn: Connection| -> Result<Store, StoreError> {
+            let s = Store {
+                conn,
+                path: path.to_path_buf(),
+                open_gaps: HashMap::new(),
+            };
+            s.conn
+                .busy_timeout(std::time::Duration::from_secs(5))
+                .map_err(|e| s.err(e))?;
+            let found = s.schema_version()?;
+            if found > SCHEMA_VERSION {
+                return Err(StoreError::TooNew {
+                    path: path.to_path_buf(),
+                    found,
+                    known: SCHEMA_VERSION,
+                });
+            }
+            if found < SCHEMA_VERSION {
+                return Err(StoreError::Old {
+                    path: path.to_path_buf(),
+                    found,
+                    known: SCHEMA_VERSION,
+                });
+            }
+            Ok(s)
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let first = Connection::open_with_flags(path, flags)
+            .map_err(|e| classify(path, e))
+            .and_then(probe);
+        match first {
+            Ok(s) => Ok((s, None)),
+            Err(e @ (StoreError::TooNew { .. } | StoreError::Old { .. })) => Err(e),
+            Err(first_err) => {
+                let uri = format!(
+                    "file:{}?immutable=1",
+                    path.display()
+                        .to_string()
+                        .replace('%', "%25")
+                        .replace('?', "%3f")
+                        .replace('#', "%23")
+                );
+                let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(|_| first_err)?;
+                let s = probe(conn)?;
+                Ok((
+                    s,
+                    Some(format!(
+                        "database {} cannot be opened for shared reading (read-only file system?): \
+                         read as an immutable snapshot",
+                        path.display()
+                    )),
+                ))
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -461,6 +548,31 @@ impl Store {
                     "UPDATE gaps SET to_ms = ?3 WHERE instance = ?1 AND to_seq = ?2 AND reason = ?4",
                 )
                 .map_err(e)?;
+            // One gap of `instance`: seqs, times, records missing, reason (kept if already there).
+            let ins_gap = |instance: i64,
+                           (from_seq, to_seq): (u64, u64),
+                           (from_ms, to_ms): (u64, u64),
+                           n: u64,
+                           reason: &str|
+             -> Result<(), StoreError> {
+                tx.prepare_cached(
+                    "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
+                     SELECT host, id, ?2, ?3, ?4, ?5, ?6, ?7 FROM instances WHERE id = ?1",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![
+                        instance,
+                        from_seq as i64,
+                        to_seq as i64,
+                        from_ms as i64,
+                        to_ms as i64,
+                        n as i64,
+                        reason
+                    ])
+                })
+                .map(drop)
+                .map_err(e)
+            };
             let mut marks: HashMap<i64, (u64, u64)> = HashMap::new();
             for it in items {
                 let (instance, seq, time_ms) = match it {
@@ -518,24 +630,53 @@ impl Store {
                             from_ms
                         };
                         let n = to_seq - from_seq + 1;
-                        tx.execute(
-                            "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
-                             SELECT host, id, ?2, ?3, ?4, ?5, ?6, ?7 FROM instances WHERE id = ?1",
-                            params![
-                                instance,
-                                *from_seq as i64,
-                                *to_seq as i64,
-                                from_ms as i64,
-                                (from_ms + (n + 1) * interval.max(1) as u64) as i64,
-                                n as i64,
-                                REASON_RING
-                            ],
-                        )
-                        .map_err(e)?;
+                        ins_gap(
+                            *instance,
+                            (*from_seq, *to_seq),
+                            (from_ms, from_ms + (n + 1) * interval.max(1) as u64),
+                            n,
+                            REASON_RING,
+                        )?;
                         open_gaps.insert(*instance, *to_seq);
                         let m = marks.entry(*instance).or_insert((0, 0));
                         m.0 = m.0.max(*to_seq);
                         continue;
+                    }
+                    Item::Flood {
+                        instance,
+                        from_seq,
+                        to_seq,
+                        from_ms,
+                        to_ms,
+                    } => {
+                        let n = to_seq - from_seq + 1;
+                        let merged = tx
+                            .execute(
+                                "UPDATE gaps SET to_seq = ?2, to_ms = MAX(to_ms, ?3), samples = samples + ?4
+                                 WHERE id = (SELECT id FROM gaps WHERE instance = ?1 AND reason = ?5
+                                             AND to_seq < ?6 AND to_ms >= ?7
+                                             ORDER BY to_seq DESC LIMIT 1)",
+                                params![
+                                    instance,
+                                    *to_seq as i64,
+                                    *to_ms as i64,
+                                    n as i64,
+                                    REASON_FLOOD,
+                                    *from_seq as i64,
+                                    from_ms.saturating_sub(60_000) as i64
+                                ],
+                            )
+                            .map_err(e)?;
+                        if merged == 0 {
+                            ins_gap(
+                                *instance,
+                                (*from_seq, *to_seq),
+                                (*from_ms, *to_ms),
+                                n,
+                                REASON_FLOOD,
+                            )?;
+                        }
+                        (*instance, *to_seq, *to_ms)
                     }
                     Item::Rejected {
                         instance,
@@ -543,17 +684,13 @@ impl Store {
                         time_ms,
                         why,
                     } => {
-                        tx.execute(
-                            "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
-                             SELECT host, id, ?2, ?2, ?3, ?3, 1, ?4 FROM instances WHERE id = ?1",
-                            params![
-                                instance,
-                                *seq as i64,
-                                *time_ms as i64,
-                                format!("{REASON_REJECTED}: {why}")
-                            ],
-                        )
-                        .map_err(e)?;
+                        ins_gap(
+                            *instance,
+                            (*seq, *seq),
+                            (*time_ms, *time_ms),
+                            1,
+                            &format!("{REASON_REJECTED}: {why}"),
+                        )?;
                         (*instance, *seq, *time_ms)
                     }
                 };
@@ -713,22 +850,18 @@ impl Store {
         to_ms: Option<u64>,
     ) -> Result<Vec<HostData>, StoreError> {
         let e = |e| self.err(e);
-        let decode_err = |what| StoreError::Decode {
-            path: self.path.clone(),
-            what,
-        };
         let mut out: Vec<HostData> = Vec::new();
         let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
         let mut sample_stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, time_ms, body FROM samples WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
+                "SELECT seq, time_ms, CAST(body AS BLOB) FROM samples WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
             )
             .map_err(e)?;
         let mut event_stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, time_ms, body FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
+                "SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
             )
             .map_err(e)?;
         let mut host_gaps: Vec<Gap> = Vec::new();
@@ -768,8 +901,13 @@ impl Store {
                     if from_ms.is_some_and(|f| time_ms < f) || to_ms.is_some_and(|t| time_ms > t) {
                         continue; // a clock step inside the instance
                     }
-                    let interval_us = nasprobe_proto::frame::sample_interval_us(&body)
-                        .map_err(|_| decode_err("sample"))?;
+                    // A body whose interval does not even decode is skipped here with a gap
+                    // naming it (a fuller corruption is found by the analysis' decode).
+                    let Ok(interval_us) = nasprobe_proto::frame::sample_interval_us(&body) else {
+                        w.gaps
+                            .push(corrupt_gap(&name, seq as u64, time_ms, "sample", 1));
+                        continue;
+                    };
                     w.samples.push(TimedSample {
                         time_ms,
                         instance: idx,
@@ -798,7 +936,12 @@ impl Store {
                 .map_err(e)?;
             for row in rows {
                 let (seq, time_ms, body) = row.map_err(e)?;
-                let event: Event = postcard::from_bytes(&body).map_err(|_| decode_err("event"))?;
+                let Some(mut event) = decode_exact::<Event>(&body) else {
+                    w.gaps
+                        .push(corrupt_gap(&name, seq as u64, time_ms as u64, "event", 0));
+                    continue;
+                };
+                nasprobe_proto::sanitize::event(&mut event);
                 w.events.push(TimedEvent {
                     time_ms: time_ms as u64,
                     instance: idx,
@@ -808,8 +951,28 @@ impl Store {
                 any = true;
             }
             if any || host_gaps.iter().any(|g| g.instance_id == raw.instance_id) {
-                let hello: Hello =
-                    postcard::from_bytes(&raw.hello).map_err(|_| decode_err("hello"))?;
+                let Some(mut hello) = decode_exact::<Hello>(&raw.hello) else {
+                    // Without its Hello nothing of the instance can be read: one gap says so.
+                    w.samples.retain(|s| s.instance != idx);
+                    w.events.retain(|s| s.instance != idx);
+                    log::warn!(
+                        "the stored Hello of {name} instance {:x} does not decode",
+                        raw.instance_id
+                    );
+                    let from = from_ms.unwrap_or(0);
+                    w.gaps.push(GapInfo {
+                        from_ms: from,
+                        to_ms: to_ms.unwrap_or(from).max(from),
+                        samples: None,
+                        reason: format!(
+                            "{}: the stored Hello of {name} instance {:x} does not decode; its records are skipped",
+                            nasprobe_analysis::report::UNDECODABLE_PREFIX,
+                            raw.instance_id
+                        ),
+                    });
+                    continue;
+                };
+                nasprobe_proto::sanitize::hello(&mut hello);
                 w.instances.push(Instance {
                     id: raw.instance_id,
                     hello,
@@ -819,6 +982,7 @@ impl Store {
         for w in &mut out {
             w.samples.sort_by_key(|s| s.time_ms);
             w.events.sort_by_key(|s| s.time_ms);
+            w.gaps.sort_by_key(|g| g.from_ms);
         }
         out.retain(|w| !w.instances.is_empty());
         Ok(out)
@@ -910,26 +1074,38 @@ impl Store {
                 .filter(|g| g.host == name && g.instance_id == raw.instance_id)
                 .filter_map(|g| Some((g.from_seq?, g.to_seq?)))
                 .collect();
-            let in_gap = |s: u64| gone.iter().any(|&(a, b)| a <= s && s <= b);
             let first = seqs
                 .first()
                 .copied()
                 .unwrap_or(1)
                 .min(gone.iter().map(|g| g.0).min().unwrap_or(u64::MAX));
-            let mut holes = Vec::new();
-            let mut it = seqs.iter().peekable();
-            for s in first..=raw.last_seq {
-                while it.peek().is_some_and(|&&x| x < s) {
-                    it.next();
-                }
-                if it.peek() == Some(&&s) || in_gap(s) {
-                    continue;
-                }
-                match holes.last_mut() {
-                    Some((_, b)) if *b + 1 == s => *b = s,
-                    _ => holes.push((s, s)),
+            // Covered ranges (runs of stored seqs and recorded gaps), then the complement within
+            // first..=last_seq: linear in rows and gaps, whatever the seq values.
+            let mut covered: Vec<(u64, u64)> = gone.clone();
+            let n_gone = covered.len();
+            for &x in &seqs {
+                let in_run = covered.len() > n_gone;
+                match covered.last_mut() {
+                    Some((_, b)) if in_run && x <= b.saturating_add(1) => *b = (*b).max(x),
+                    _ => covered.push((x, x)),
                 }
             }
+            covered.sort_unstable();
+            let mut holes = Vec::new();
+            let mut next = first;
+            for (a, b) in covered {
+                if next > raw.last_seq {
+                    break;
+                }
+                if a > next {
+                    holes.push((next, (a - 1).min(raw.last_seq)));
+                }
+                next = next.max(b.saturating_add(1));
+            }
+            if next <= raw.last_seq {
+                holes.push((next, raw.last_seq));
+            }
+            let bad_rows = self.check_rows(&raw)?;
             out.push(InstanceCheck {
                 host: name,
                 instance_id: raw.instance_id,
@@ -939,9 +1115,76 @@ impl Store {
                 duplicates: dupes,
                 gone: gone.iter().map(|g| g.1 - g.0 + 1).sum(),
                 holes,
+                bad_rows,
             });
         }
         Ok(out)
+    }
+
+    /// Decodes every stored row of an instance and re-runs the checks the collector runs before
+    /// storing (`validate`): the `Hello`, each sample and event, sequence numbers and times.
+    fn check_rows(&self, raw: &InstanceRaw) -> Result<Vec<(Option<u64>, String)>, StoreError> {
+        use crate::validate;
+        let e = |e| self.err(e);
+        let mut bad = Vec::new();
+        let Some(hello) = decode_exact::<Hello>(&raw.hello) else {
+            bad.push((None, "the stored Hello does not decode".to_string()));
+            return Ok(bad);
+        };
+        // The collector's clock at the time is not stored: the Hello's own is the reference.
+        if let Err(why) = validate::check_hello(&hello, hello.now_ms) {
+            bad.push((None, format!("Hello: {why}")));
+        }
+        let lower = validate::TimeWindow::new(&hello).lower_ms();
+        let upper = now_ms()
+            .max(hello.now_ms)
+            .saturating_add(validate::CLOCK_SLACK_MS);
+        let mut added = validate::Added::default();
+        let mut events = self
+            .conn
+            .prepare_cached("SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE instance = ?1 ORDER BY seq")
+            .map_err(e)?;
+        let mut samples = self
+            .conn
+            .prepare_cached("SELECT seq, time_ms, CAST(body AS BLOB) FROM samples WHERE instance = ?1 ORDER BY seq")
+            .map_err(e)?;
+        let row = |r: &rusqlite::Row| -> rusqlite::Result<(i64, i64, Vec<u8>)> {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        };
+        let common = |seq: i64, time_ms: i64| -> Option<String> {
+            if seq < 1 {
+                return Some(format!("seq {seq} is not positive"));
+            }
+            let t = time_ms as u64;
+            (time_ms < 0 || t < lower || t > upper)
+                .then(|| format!("time_ms {time_ms} outside {lower}..{upper}"))
+        };
+        for r in events.query_map([raw.row], row).map_err(e)? {
+            let (seq, time_ms, body) = r.map_err(e)?;
+            let why = match decode_exact::<Event>(&body) {
+                None => Some("stored event does not decode (corrupt row)".to_string()),
+                Some(ev) => {
+                    added.count(&ev);
+                    common(seq, time_ms).or_else(|| validate::check_event(&hello, &ev).err())
+                }
+            };
+            if let Some(w) = why {
+                bad.push((Some(seq as u64), w));
+            }
+        }
+        for r in samples.query_map([raw.row], row).map_err(e)? {
+            let (seq, time_ms, body) = r.map_err(e)?;
+            let why = match decode_exact::<Sample>(&body) {
+                None => Some("stored sample does not decode (corrupt row)".to_string()),
+                Some(smp) => common(seq, time_ms)
+                    .or_else(|| validate::check_sample_with(&hello, added, &smp).err()),
+            };
+            if let Some(w) = why {
+                bad.push((Some(seq as u64), w));
+            }
+        }
+        bad.sort_by_key(|b| b.0);
+        Ok(bad)
     }
 
     /// Deletes everything older than `cutoff_ms`; returns the number of rows deleted.
@@ -1049,11 +1292,12 @@ impl Store {
         let e = |e| self.err(e);
         let mut out = Vec::new();
         for (name, _addr, _host, raw) in self.instances().map_err(e)? {
-            let hello: Hello =
+            let mut hello: Hello =
                 postcard::from_bytes(&raw.hello).map_err(|_| StoreError::Decode {
                     path: self.path.clone(),
                     what: "hello",
                 })?;
+            nasprobe_proto::sanitize::hello(&mut hello);
             out.push(ExportInstance {
                 row: raw.row,
                 host: name,
@@ -1252,6 +1496,25 @@ impl Store {
             })
             .map_err(e)?;
         rows.collect::<Result<_, _>>().map_err(e)
+    }
+}
+
+/// A stored body decoded exactly: every byte used (a row with bytes appended is corrupt too).
+fn decode_exact<T: serde::de::DeserializeOwned>(b: &[u8]) -> Option<T> {
+    postcard::take_from_bytes::<T>(b)
+        .ok()
+        .filter(|(_, rest)| rest.is_empty())
+        .map(|(v, _)| v)
+}
+
+/// The gap that stands for a stored row that does not decode (skipped by reads).
+fn corrupt_gap(host: &str, seq: u64, time_ms: u64, what: &str, samples: u64) -> GapInfo {
+    log::warn!("stored {what} seq {seq} of {host} does not decode (corrupt row); skipped");
+    GapInfo {
+        from_ms: time_ms,
+        to_ms: time_ms,
+        samples: Some(samples),
+        reason: nasprobe_analysis::report::undecodable_reason(what, seq),
     }
 }
 

@@ -273,29 +273,10 @@ pub struct FakeAgent {
 impl FakeAgent {
     pub fn start(token: Vec<u8>, history: FakeHistory) -> FakeAgent {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let addr = l.local_addr().expect("addr").to_string();
-        l.set_nonblocking(true).ok();
         let history = Arc::new(Mutex::new(history));
-        let stop = Arc::new(AtomicBool::new(false));
-        let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (h2, s2, c2) = (history.clone(), stop.clone(), connections.clone());
-        let thread = std::thread::spawn(move || {
-            while !s2.load(Ordering::SeqCst) {
-                match l.accept() {
-                    Ok((c, _)) => {
-                        c2.fetch_add(1, Ordering::SeqCst);
-                        c.set_nonblocking(false).ok();
-                        let (token, h3, s3) = (token.clone(), h2.clone(), s2.clone());
-                        std::thread::Builder::new()
-                            .stack_size(16 << 20)
-                            .spawn(move || {
-                                let _ = serve(c, &token, &h3, &s3);
-                            })
-                            .ok();
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
-                }
-            }
+        let h2 = history.clone();
+        let (addr, stop, connections, thread) = listen(l, move |c, stop| {
+            let _ = serve(c, &token, &h2, stop);
         });
         FakeAgent {
             addr,
@@ -309,10 +290,53 @@ impl FakeAgent {
 
 impl Drop for FakeAgent {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            t.join().ok();
+        stop_and_join(&self.stop, &mut self.thread);
+    }
+}
+
+type Listening = (
+    String,
+    Arc<AtomicBool>,
+    Arc<std::sync::atomic::AtomicU64>,
+    std::thread::JoinHandle<()>,
+);
+
+/// Accepts connections on `l` until stopped, each served on its own thread (a 16 MiB stack:
+/// decoded messages are large in debug builds) by `serve(connection, stop)`. Returns the
+/// address, the stop flag, the connection count and the accept thread.
+fn listen(
+    l: TcpListener,
+    serve: impl Fn(TcpStream, &AtomicBool) + Send + Sync + 'static,
+) -> Listening {
+    let addr = l.local_addr().expect("addr").to_string();
+    l.set_nonblocking(true).ok();
+    let stop = Arc::new(AtomicBool::new(false));
+    let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (s2, c2) = (stop.clone(), connections.clone());
+    let serve = Arc::new(serve);
+    let thread = std::thread::spawn(move || {
+        while !s2.load(Ordering::SeqCst) {
+            match l.accept() {
+                Ok((c, _)) => {
+                    c2.fetch_add(1, Ordering::SeqCst);
+                    c.set_nonblocking(false).ok();
+                    let (serve, s3) = (serve.clone(), s2.clone());
+                    std::thread::Builder::new()
+                        .stack_size(16 << 20)
+                        .spawn(move || serve(c, &s3))
+                        .ok();
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
         }
+    });
+    (addr, stop, connections, thread)
+}
+
+fn stop_and_join(stop: &AtomicBool, thread: &mut Option<std::thread::JoinHandle<()>>) {
+    stop.store(true, Ordering::SeqCst);
+    if let Some(t) = thread.take() {
+        t.join().ok();
     }
 }
 
@@ -338,6 +362,37 @@ fn recv(c: &mut TcpStream) -> std::io::Result<Message> {
     }
 }
 
+/// The agent's side of the real handshake, driven by proto's shared state machine
+/// (`AgentHandshake`): `Challenge` → `Auth` (checked against `token`) → `AuthOk` → `Hello` →
+/// `Resume`. None when the client failed (it got `Refused`). Shared by [`FakeAgent`] and
+/// [`HostileAgent`].
+pub fn agent_handshake(
+    c: &mut TcpStream,
+    token: &[u8],
+    hello: &Hello,
+    agent_nonce: [u8; 32],
+) -> std::io::Result<Option<Resume>> {
+    let mut hs = AgentHandshake::new(agent_nonce);
+    send(c, &hs.challenge())?;
+    loop {
+        match hs.on_message(token, &recv(c)?) {
+            Ok(AgentAction::SendAuthOk(ok)) => {
+                send(c, &Message::AuthOk(ok))?;
+                send(c, &Message::Hello(hello.clone()))?;
+            }
+            Ok(AgentAction::Resume(r)) => return Ok(Some(r)),
+            // A fake agent runs no tests: it closes.
+            Ok(AgentAction::Test(_)) => return Ok(None),
+            Ok(AgentAction::Nothing) => {}
+            Err(e) => {
+                let reason = s(&e.to_string());
+                send(c, &Message::Refused(Refused { reason }))?;
+                return Ok(None);
+            }
+        }
+    }
+}
+
 fn serve(
     mut c: TcpStream,
     token: &[u8],
@@ -345,33 +400,21 @@ fn serve(
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
     c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut hs = AgentHandshake::new([7u8; 32]);
-    send(&mut c, &hs.challenge())?;
-    let mut inst = 0;
-    let r = loop {
-        match hs.on_message(token, &recv(&mut c)?) {
-            Ok(AgentAction::SendAuthOk(ok)) => {
-                send(&mut c, &Message::AuthOk(ok))?;
-                let hello = {
-                    let g = h.lock().unwrap();
-                    let mut hello = nas_hello(g.instance_id, g.started_ms, g.interval_ms);
-                    hello.oldest_seq = g.ring.front().map_or(0, |r| r.seq);
-                    hello.newest_seq = g.ring.back().map_or(0, |r| r.seq);
-                    hello
-                };
-                inst = hello.instance_id;
-                send(&mut c, &Message::Hello(hello))?;
-            }
-            Ok(AgentAction::Resume(r)) => break r,
-            // A fake agent runs no tests: it closes.
-            Ok(AgentAction::Test(_)) => return Ok(()),
-            Ok(AgentAction::Nothing) => {}
-            Err(e) => {
-                let reason = s(&e.to_string());
-                send(&mut c, &Message::Refused(Refused { reason }))?;
-                return Ok(());
-            }
-        }
+    let hello = {
+        let g = h.lock().unwrap();
+        let mut hello = nas_hello(g.instance_id, g.started_ms, g.interval_ms);
+        hello.oldest_seq = g.ring.front().map_or(0, |r| r.seq);
+        hello.newest_seq = g.ring.back().map_or(0, |r| r.seq);
+        // The agent's clock: the time of its newest record (histories run ahead of real time).
+        hello.now_ms = g
+            .ring
+            .back()
+            .map_or(g.started_ms, |r| r.time_ms.max(g.started_ms));
+        hello
+    };
+    let inst = hello.instance_id;
+    let Some(r) = agent_handshake(&mut c, token, &hello, [7u8; 32])? else {
+        return Ok(());
     };
     let mut next = {
         let g = h.lock().unwrap();
@@ -419,6 +462,316 @@ fn serve(
             continue;
         }
         w.write_all(&out)?;
+    }
+    Ok(())
+}
+
+/// Milliseconds since the Unix epoch on this machine.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a [`HostileAgent`] does after a real handshake (one mode per finding of issue 19).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attack {
+    /// Terminal escapes (`ESC[2J`, OSC 0 title, OSC 52 clipboard), C1 controls, DEL and bidi
+    /// overrides in the host, disk, NIC and mount names of the `Hello`, in process and thread
+    /// names and command lines of samples and events.
+    Names,
+    /// Record times `u64::MAX`, 0 and a year ahead among normal records (seq 2, 4, 6).
+    Times,
+    /// One sample per absurd value of [`absurd_values`] (seq 2, 3, ...), normal ones around.
+    Values,
+    /// A `Hello` with `clock_ticks_per_sec` 0.
+    HelloTicks0,
+    /// A `Hello` with `cpu_count` 0.
+    HelloCpus0,
+    /// `Gone { to_seq: u64::MAX }` first.
+    GoneMax,
+    /// `Gone { to_seq: 2^63 - 1 }` first.
+    GoneHalf,
+    /// 20,000 process events in one interval between two samples, then normal records.
+    Flood,
+    /// Process names starting with `=`, `+`, `-`, `@` (spreadsheet formulas).
+    Formulas,
+}
+
+/// Names with escapes, for [`Attack::Names`] (each fits its field's capacity).
+pub const EVIL_COMM: &str = "\u{1b}]52;c;aGk=\u{7}"; // OSC 52: writes "hi" to the clipboard
+pub const EVIL_TITLE: &str = "nas\u{1b}]0;pwned\u{7}\u{1b}[2J";
+pub const EVIL_CMDLINE: &str =
+    "rsync\u{1b}]52;c;cHduZWQ=\u{7} \u{202e}gpj.exe \u{9b}31m\u{7f} --bwlimit=0";
+
+/// Samples with one absurd value each and the word their rejection must name.
+pub fn absurd_values(hello: &Hello) -> Vec<(&'static str, Sample)> {
+    let base = nas_sample(3);
+    let mut out = Vec::new();
+    let mut add = |why: &'static str, f: &dyn Fn(&mut Sample)| {
+        let mut s = base.clone();
+        f(&mut s);
+        out.push((why, s));
+    };
+    add("swap in", &|s| {
+        s.vm.as_mut().unwrap().swap_in_pages = u32::MAX
+    });
+    add("available", &|s| {
+        s.memory.as_mut().unwrap().available_kib = 1_400_000_000_000_000_000 / 1024;
+    });
+    add("free", &|s| {
+        let m = s.memory.as_mut().unwrap();
+        m.free_kib = m.total_kib + 1;
+    });
+    add("weighted_ms", &|s| s.disks[0].weighted_ms = u32::MAX);
+    add("ticks in", &|s| {
+        s.top[0].utime = u32::MAX;
+    });
+    add("threads", &|s| s.top[0].threads = u16::MAX);
+    add("link speed", &|s| s.nics[0].speed_mbit = u32::MAX);
+    add("procs_running", &|s| s.procs_running = u16::MAX);
+    add("disk index", &|s| s.disks[0].disk = 60_000);
+    add("nic index", &|s| s.nics[0].nic = 60_000);
+    add("mount index", &|s| {
+        s.mounts
+            .push(MountSample {
+                mount: 7,
+                used_bytes: 1,
+                free_bytes: 1,
+            })
+            .unwrap();
+    });
+    let n_mounts = hello.mounts.len() as u16;
+    add("1 EiB", &|s| {
+        s.mounts
+            .push(MountSample {
+                mount: n_mounts.saturating_sub(1),
+                used_bytes: 18_000_000_000_000_000_000,
+                free_bytes: 1,
+            })
+            .unwrap();
+    });
+    out
+}
+
+/// The `Hello` of a hostile agent in `attack` mode (clock: now).
+pub fn hostile_hello(attack: Attack) -> Hello {
+    let now = wall_ms();
+    let mut h = nas_hello(0x0bad_0000 + attack as u64, now - 60_000, 1000);
+    h.now_ms = now;
+    h.mounts.push(s("/volume1")).ok();
+    match attack {
+        Attack::Names => {
+            h.host_name = s(EVIL_TITLE);
+            h.disks[0].name = s("sd\u{1b}[2Ja");
+            h.nics[0].name = s("eth\u{202e}0");
+            h.mounts[0] = s("/vol\u{9b}1;1H\u{7f}");
+            h.kernel_release = s("4.4\u{1b}]52;c;aGk=\u{7}");
+        }
+        Attack::HelloTicks0 => h.clock_ticks_per_sec = 0,
+        Attack::HelloCpus0 => h.cpu_count = 0,
+        _ => {}
+    }
+    h
+}
+
+fn rec(seq: u64, time_ms: u64, body: RecordBody) -> Message {
+    Message::Record(Record { seq, time_ms, body })
+}
+
+fn proc_event(pid: u32, comm: &str, cmdline: &str, start: bool) -> Event {
+    let Event::ProcessExit(mut x) = exit_event(pid) else {
+        unreachable!("exit_event makes a ProcessExit")
+    };
+    x.process.comm = s(comm);
+    x.process.cmdline = s(cmdline);
+    x.lifetime_ms = 2000;
+    x.cpu_ticks = 10;
+    if start {
+        Event::ProcessStart(x.process)
+    } else {
+        Event::ProcessExit(x)
+    }
+}
+
+/// What a hostile agent sends after `Resume` (records numbered from 1).
+pub fn hostile_script(attack: Attack, hello: &Hello) -> Vec<Message> {
+    let t0 = hello.now_ms - 30_000;
+    let at = |seq: u64| t0 + seq * 1000;
+    let sample = |seq: u64| RecordBody::Sample(nas_sample(seq));
+    let mut out = Vec::new();
+    match attack {
+        Attack::Names | Attack::Formulas => {
+            let names: Vec<String> = if attack == Attack::Names {
+                vec![
+                    EVIL_COMM.into(),
+                    "smb\u{202e}d".into(),
+                    "x\u{7f}\u{85}y".into(),
+                ]
+            } else {
+                ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)"]
+                    .map(String::from)
+                    .to_vec()
+            };
+            let mut seq = 1;
+            for round in 0..5u64 {
+                let mut smp = nas_sample(seq);
+                for (k, n) in names.iter().enumerate() {
+                    smp.top[k].comm = s(n);
+                    smp.top[k].cmdline = Some(s(EVIL_CMDLINE));
+                }
+                if let Some(t) = smp.top[0].hottest_thread.as_mut() {
+                    t.comm = Some(s(&names[0]));
+                }
+                out.push(rec(seq, at(seq), RecordBody::Sample(smp)));
+                seq += 1;
+                let ev = proc_event(
+                    4000 + round as u32,
+                    &names[round as usize % names.len()],
+                    EVIL_CMDLINE,
+                    round % 2 == 0,
+                );
+                out.push(rec(seq, at(seq), RecordBody::Event(ev)));
+                seq += 1;
+            }
+        }
+        Attack::Times => {
+            for seq in 1..=8 {
+                let t = match seq {
+                    2 => u64::MAX,
+                    4 => 0,
+                    6 => hello.now_ms + 365 * 86_400_000,
+                    _ => at(seq),
+                };
+                out.push(rec(seq, t, sample(seq)));
+            }
+        }
+        Attack::Values => {
+            out.push(rec(1, at(1), sample(1)));
+            let mut seq = 2;
+            for (_, smp) in absurd_values(hello) {
+                out.push(rec(seq, at(seq), RecordBody::Sample(smp)));
+                seq += 1;
+            }
+            out.push(rec(seq, at(seq), sample(seq)));
+        }
+        Attack::GoneMax | Attack::GoneHalf => {
+            let to_seq = if attack == Attack::GoneMax {
+                u64::MAX
+            } else {
+                (1 << 63) - 1
+            };
+            out.push(Message::Gone(Gone {
+                instance_id: hello.instance_id,
+                from_seq: 1,
+                to_seq,
+            }));
+            out.push(rec(to_seq.wrapping_add(1), at(1), sample(1)));
+            out.push(rec(to_seq.wrapping_add(2), at(2), sample(2)));
+        }
+        Attack::Flood => {
+            out.push(rec(1, at(1), sample(1)));
+            let mut seq = 2;
+            for k in 0..20_000u32 {
+                let ev = proc_event(10_000 + k, "fork", "fork bomb", k % 2 == 0);
+                out.push(rec(seq, at(1) + 500, RecordBody::Event(ev)));
+                seq += 1;
+            }
+            for _ in 0..3 {
+                out.push(rec(seq, at(seq), sample(seq)));
+                seq += 1;
+            }
+        }
+        Attack::HelloTicks0 | Attack::HelloCpus0 => {
+            out.push(rec(1, at(1), sample(1)));
+        }
+    }
+    out
+}
+
+/// A fake agent on 127.0.0.1 that completes the real handshake, then follows an [`Attack`]
+/// script and keeps the connection open (a `KeepAlive` a second) until dropped.
+pub struct HostileAgent {
+    pub addr: String,
+    pub stop: Arc<AtomicBool>,
+    /// Connections accepted so far.
+    pub connections: Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HostileAgent {
+    pub fn start(token: Vec<u8>, attack: Attack) -> HostileAgent {
+        Self::start_on("127.0.0.1:0", token, attack)
+    }
+
+    /// On a given address (e.g. a fixed port for scripts).
+    pub fn start_on(addr: &str, token: Vec<u8>, attack: Attack) -> HostileAgent {
+        let l = TcpListener::bind(addr).expect("bind");
+        let (addr, stop, connections, thread) = listen(l, move |c, stop| {
+            let _ = serve_attack(c, &token, attack, stop);
+        });
+        HostileAgent {
+            addr,
+            stop,
+            connections,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for HostileAgent {
+    fn drop(&mut self) {
+        stop_and_join(&self.stop, &mut self.thread);
+    }
+}
+
+fn serve_attack(
+    mut c: TcpStream,
+    token: &[u8],
+    attack: Attack,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    c.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut hello = hostile_hello(attack);
+    let script = hostile_script(attack, &hello);
+    let newest = script
+        .iter()
+        .filter_map(|m| match m {
+            Message::Record(r) => Some(r.seq),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    hello.oldest_seq = 1;
+    hello.newest_seq = newest.min(i64::MAX as u64);
+    let Some(r) = agent_handshake(&mut c, token, &hello, [11u8; 32])? else {
+        return Ok(());
+    };
+    // A collector that already holds part of the script resumes after it.
+    let after = if r.instance_id == hello.instance_id {
+        r.after_seq
+    } else {
+        0
+    };
+    let mut w = std::io::BufWriter::new(c.try_clone()?);
+    let mut buf = vec![0u8; 70_000];
+    for m in &script {
+        if let Message::Record(rec) = m
+            && rec.seq <= after
+            && after > 0
+        {
+            continue;
+        }
+        let n = encode_frame(m, &mut buf).map_err(std::io::Error::other)?;
+        w.write_all(&buf[..n])?;
+    }
+    w.flush()?;
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(200));
+        send(
+            &mut c,
+            &Message::KeepAlive(KeepAlive { time_ms: wall_ms() }),
+        )?;
     }
     Ok(())
 }

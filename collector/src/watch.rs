@@ -148,7 +148,15 @@ fn banner_lines(b: Option<Result<Banner, String>>) -> Vec<(String, bool)> {
 }
 
 fn status_text(h: &HostLive) -> String {
-    let s = status_text_conn(h);
+    let mut s = status_text_conn(h);
+    if h.dropped_events > 0 {
+        // A flood is one line, however many events it had.
+        s = format!(
+            "flood: {} events dropped (over {} per interval); {s}",
+            h.dropped_events,
+            crate::conn::EVENTS_PER_INTERVAL
+        );
+    }
     match &h.bad {
         Some(b) if h.rejected > 0 => format!("BAD: {} rejected, last: {b}; {s}", h.rejected),
         Some(b) => format!("BAD: {b}; {s}"),
@@ -169,8 +177,14 @@ fn status_text_conn(h: &HostLive) -> String {
     }
 }
 
-/// One line for one host: status, CPU, hottest thread, busiest disk and NIC, memory.
+/// One line for one host: status, CPU, hottest thread, busiest disk and NIC, memory. (Every
+/// wire string in it was made safe on arrival; the line is passed through the sanitizer once
+/// more so that nothing else can reach the terminal either.)
 pub(crate) fn plain_line(h: &HostLive) -> String {
+    nasprobe_proto::sanitize::text(&plain_line_raw(h))
+}
+
+fn plain_line_raw(h: &HostLive) -> String {
     let mut s = format!("{} [{}]", h.name, status_text(h));
     let (Some(hello), Some((seq, _, smp))) = (&h.hello, &h.last) else {
         return s + " no sample yet";

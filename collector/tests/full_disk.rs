@@ -109,3 +109,97 @@ fn full_disk_pauses_and_loses_nothing() {
     assert_eq!(s.integrity_check().unwrap(), "ok");
     assert_eq!(s.resume_point("fake", 0x5eed).unwrap(), Some(N));
 }
+
+/// `record` with its database on a full disk stops at `--duration` and on SIGTERM, says what
+/// it could not store (host, instance, seq range) and exits non-zero (issue 19, finding 6).
+#[test]
+fn record_on_a_full_disk_stops_on_time_and_on_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    if !mount_tmpfs(&mnt, "1m") {
+        nasprobe_testkit::skip::missing(
+            "record_on_a_full_disk_stops_on_time_and_on_a_signal",
+            "cannot mount a tmpfs (not root?)",
+        );
+        return;
+    }
+    let _u = Unmount(mnt.clone());
+    let token = b"0123456789abcdef0123456789abcdef".to_vec();
+    let tok = dir.path().join("token");
+    std::fs::write(&tok, &token).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tok, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut h = FakeHistory::new(0xf011, 1_700_000_000_000, 1000);
+    for _ in 0..6000 {
+        h.push(usize::MAX);
+    }
+    let agent = FakeAgent::start(token, h);
+    let np = env!("CARGO_BIN_EXE_nasprobe");
+    for (k, how) in ["duration", "sigterm"].iter().enumerate() {
+        let db = mnt.join(format!("full{k}.db"));
+        let mut cmd = Command::new(np);
+        cmd.arg("--db")
+            .arg(&db)
+            .arg("--token-file")
+            .arg(&tok)
+            .arg("record")
+            .arg(format!("nas={}", agent.addr))
+            .stderr(std::process::Stdio::piped());
+        if *how == "duration" {
+            cmd.args(["--duration", "3s"]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let err = child.stderr.take().unwrap();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let l2 = lines.clone();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let mut g = l2.lock().unwrap();
+                g.push_str(&l);
+                g.push('\n');
+            }
+        });
+        if *how == "sigterm" {
+            wait_for("the full-disk error", Duration::from_secs(60), || {
+                lines.lock().unwrap().contains("disk full")
+            });
+            unsafe {
+                // SAFETY: a plain kill(2) of our own child.
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
+        }
+        // A hang guard, not a timing assertion: the old code was still running after 600 s.
+        let mut status = None;
+        wait_for("record to exit", Duration::from_secs(120), || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        reader.join().unwrap();
+        let status = status.unwrap();
+        let text = lines.lock().unwrap().clone();
+        eprintln!("{how}: {status:?}\n{text}");
+        assert!(text.contains("disk full"), "{how}: {text}");
+        assert!(
+            !status.success(),
+            "{how}: exit 0 with records not stored: {text}"
+        );
+        assert!(
+            text.contains("nas: ")
+                && text.contains("could not be stored")
+                && text.contains("(seq "),
+            "{how}: says what it could not store: {text}"
+        );
+        // The store is sound and resumes after what it committed.
+        let s = Store::open(&db).unwrap();
+        assert_eq!(s.integrity_check().unwrap(), "ok");
+        let c = &s.check().unwrap()[0];
+        assert!(c.holes.is_empty() && c.duplicates == 0, "{c:?}");
+        std::fs::remove_file(&db).ok();
+        std::fs::remove_file(mnt.join(format!("full{k}.db-wal"))).ok();
+        std::fs::remove_file(mnt.join(format!("full{k}.db-shm"))).ok();
+    }
+}

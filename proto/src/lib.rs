@@ -15,7 +15,9 @@ pub mod auth;
 pub mod frame;
 pub mod handshake;
 pub mod msg;
+pub mod sanitize;
 pub mod time;
+pub mod token;
 
 pub use frame::{FrameError, decode_frame, encode_frame};
 pub use msg::*;

@@ -334,7 +334,9 @@ pub(crate) fn time_ticks(ax: &TimeAxis) -> Vec<(f64, String)> {
         .iter()
         .copied()
         .find(|&s| span_s / s as f64 <= 6.0)
-        .unwrap_or(604_800);
+        // Weeks, or whatever keeps it to ~6 ticks: the span can come from a record time
+        // nobody checked (an old store), and must never size the output.
+        .unwrap_or_else(|| 604_800u64.max((span_s / 6.0).ceil().min(u64::MAX as f64) as u64));
     let step = step_s as f64 * 1000.0;
     let multi_day = span_s > 86_400.0;
     let mut out = Vec::new();
@@ -371,6 +373,14 @@ pub use crate::time::dur;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_ticks_stay_few_over_an_absurd_span() {
+        // One record at u64::MAX ms among normal ones (issue 19): ~6 ticks, not 10^12.
+        let ax = TimeAxis::new(1.7e12, u64::MAX as f64);
+        let t = time_ticks(&ax);
+        assert!(!t.is_empty() && t.len() <= 8, "{}", t.len());
+    }
 
     #[test]
     fn downsampling_keeps_min_max_and_bounds_the_bins() {

@@ -176,7 +176,17 @@ impl<W: std::io::Write> Csv<W> {
     }
 }
 
+/// Writes one CSV field. A value a spreadsheet would run as a formula (it starts with `=`, `+`,
+/// `-`, `@`, a tab or a carriage return: a process name is chosen by whoever runs the process)
+/// gets a leading `'`, which spreadsheets show as text (docs/metrics.md).
 fn csv_field(out: &mut String, v: &str) {
+    let quoted;
+    let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        quoted = format!("'{v}");
+        quoted.as_str()
+    } else {
+        v
+    };
     if v.contains([',', '"', '\n', '\r']) {
         out.push('"');
         out.push_str(&v.replace('"', "\"\""));

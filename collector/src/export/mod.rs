@@ -100,7 +100,7 @@ pub fn run(
         "no database at {} (record first, or name one with --db)",
         c.db.display()
     );
-    let store = c.open_store()?;
+    let store = c.open_store_read()?;
     let from = since.map(|d| crate::conn::now_ms().saturating_sub(d.as_millis() as u64));
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let (r, err) = match format {

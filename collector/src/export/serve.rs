@@ -42,9 +42,10 @@ pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::
         let Some(inst) = instances.iter().find(|i| i.row == row) else {
             continue;
         };
-        let Ok(s) = postcard::from_bytes::<Sample>(&body) else {
+        let Ok(mut s) = postcard::from_bytes::<Sample>(&body) else {
             continue;
         };
+        nasprobe_proto::sanitize::sample(&mut s); // a row stored by an older collector
         emit_sample(&mut pts, &host, &inst.hello, &s, time_ms);
     }
     // The verdict over the 5 minutes before the newest sample.

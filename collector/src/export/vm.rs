@@ -547,11 +547,13 @@ fn render(
         return Ok(());
     };
     if r.is_event {
-        if let Ok(e) = postcard::from_bytes::<Event>(&r.body) {
+        if let Ok(mut e) = postcard::from_bytes::<Event>(&r.body) {
+            nasprobe_proto::sanitize::event(&mut e); // a row stored by an older collector
             emit_event(out, &inst.host, &e, ts);
             stats.events += 1;
         }
-    } else if let Ok(s) = postcard::from_bytes::<Sample>(&r.body) {
+    } else if let Ok(mut s) = postcard::from_bytes::<Sample>(&r.body) {
+        nasprobe_proto::sanitize::sample(&mut s);
         emit_sample(out, &inst.host, &inst.hello, &s, ts);
         stats.samples += 1;
     } else {

@@ -1,0 +1,177 @@
+//! The one sanitizer for strings from the wire: process, thread, disk, NIC, mount and host names,
+//! command lines, versions and refusal reasons are made safe before anything stores or shows them.
+//!
+//! An agent (buggy, or hostile with the token) can put terminal escapes into a process name:
+//! `ESC[2J` clears the screen, `ESC]0;…BEL` sets the window title, `ESC]52;c;…BEL` writes the
+//! clipboard. Bidi overrides (U+202E) turn `gpj.exe` into what looks like `exe.jpg`. Every such
+//! character is replaced by a visible stand-in, never dropped silently:
+//!
+//! - C0 controls (U+0000..U+001F) by their Control Picture (`ESC` → `␛`, U+241B), DEL by `␡`;
+//! - C1 controls (U+0080..U+009F), bidi controls (U+061C, U+200E, U+200F, U+202A..U+202E,
+//!   U+2066..U+2069) and the line/paragraph separators U+2028/U+2029 by `�` (U+FFFD).
+//!
+//! Wire strings have a fixed capacity; when a stand-in does not fit, `?` is used (one byte, never
+//! longer than what it replaces). The collector applies it to every message as it is decoded
+//! ([`hello`], [`sample`]/[`event`] of each record, [`text`] for `Refused`) and to every row as it
+//! is read back (a database written by an older collector); the analysis to every sample it
+//! decodes. A new string field in `msg` must be added here.
+
+use crate::{DeviceAdded, Event, Hello, Sample, TestResult};
+
+/// The visible stand-in for `c`, or None when `c` is safe to show.
+pub fn stand_in(c: char) -> Option<char> {
+    match c {
+        '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32),
+        '\u{7f}' => Some('\u{2421}'),
+        '\u{80}'..='\u{9f}'
+        | '\u{61c}'
+        | '\u{200e}'
+        | '\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2066}'..='\u{2069}' => Some('\u{fffd}'),
+        _ => None,
+    }
+}
+
+/// True when `s` holds nothing [`stand_in`] would replace.
+pub fn is_safe(s: &str) -> bool {
+    s.chars().all(|c| stand_in(c).is_none())
+}
+
+/// `s` with every unsafe character replaced by its stand-in (for text without a capacity).
+#[cfg(feature = "std")]
+pub fn text(s: &str) -> std::string::String {
+    s.chars().map(|c| stand_in(c).unwrap_or(c)).collect()
+}
+
+/// Makes a fixed-capacity wire string safe in place; true when it changed.
+pub fn fix<const N: usize>(s: &mut heapless::String<N>) -> bool {
+    if is_safe(s) {
+        return false;
+    }
+    let mut out = heapless::String::<N>::new();
+    for (i, c) in s.char_indices() {
+        let want = stand_in(c).unwrap_or(c);
+        // Room for this character and one byte for each after it (each can shrink to `?`).
+        let rest: usize = s[i + c.len_utf8()..]
+            .chars()
+            .map(|c| {
+                if stand_in(c).is_some() {
+                    1
+                } else {
+                    c.len_utf8()
+                }
+            })
+            .sum();
+        let fits = out.len() + want.len_utf8() + rest <= N;
+        let pushed = if fits {
+            want
+        } else if stand_in(c).is_some() {
+            '?'
+        } else {
+            c
+        };
+        // Cannot fail: the replaced string is never longer than the capacity (see `rest`).
+        let _ = out.push(pushed);
+    }
+    *s = out;
+    true
+}
+
+/// Makes every string of a `Hello` safe; true when one changed.
+pub fn hello(h: &mut Hello) -> bool {
+    let mut changed = fix(&mut h.agent_version)
+        | fix(&mut h.host_name)
+        | fix(&mut h.kernel_release)
+        | fix(&mut h.arch)
+        | fix(&mut h.boot_id);
+    for d in &mut h.disks {
+        changed |= fix(&mut d.name);
+    }
+    for m in &mut h.md_arrays {
+        changed |= fix(&mut m.name) | fix(&mut m.level);
+        for x in &mut m.members {
+            changed |= fix(x);
+        }
+    }
+    for n in &mut h.nics {
+        changed |= fix(&mut n.name) | fix(&mut n.mac);
+        for x in &mut n.slaves {
+            changed |= fix(x);
+        }
+    }
+    for m in &mut h.mounts {
+        changed |= fix(m);
+    }
+    changed
+}
+
+/// Makes every string of a sample safe; true when one changed.
+pub fn sample(s: &mut Sample) -> bool {
+    let mut changed = false;
+    for p in &mut s.top {
+        changed |= fix(&mut p.comm);
+        if let Some(c) = &mut p.cmdline {
+            changed |= fix(c);
+        }
+        if let Some(t) = &mut p.hottest_thread
+            && let Some(c) = &mut t.comm
+        {
+            changed |= fix(c);
+        }
+    }
+    changed
+}
+
+/// Makes every string of an event safe; true when one changed.
+pub fn event(e: &mut Event) -> bool {
+    match e {
+        Event::ProcessStart(p) => fix(&mut p.comm) | fix(&mut p.cmdline),
+        Event::ProcessExit(x) => fix(&mut x.process.comm) | fix(&mut x.process.cmdline),
+        Event::LinkChange(l) => fix(&mut l.nic),
+        Event::AgentStart(a) => fix(&mut a.agent_version),
+        Event::DeviceAdded(DeviceAdded::Disk(n)) | Event::DeviceAdded(DeviceAdded::Nic(n)) => {
+            fix(n)
+        }
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+/// Makes every string of a test result safe; true when one changed.
+pub fn test_result(r: &mut TestResult) -> bool {
+    match r {
+        TestResult::Disk(d) => fix(&mut d.device) | fix(&mut d.fs_type),
+        TestResult::Failed(why) => fix(why),
+        TestResult::Net(_) => false, // numbers only
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_become_visible_and_fit() {
+        let mut t: heapless::String<32> = "a\u{1b}]0;x\u{7}b".try_into().unwrap();
+        assert!(fix(&mut t));
+        assert_eq!(t.as_str(), "a␛]0;x␇b");
+        let mut t: heapless::String<32> = "gpj\u{202e}.exe\u{9b}".try_into().unwrap();
+        assert!(fix(&mut t));
+        assert_eq!(t.as_str(), "gpj\u{fffd}.exe\u{fffd}");
+        let mut t: heapless::String<32> = "plain é".try_into().unwrap();
+        assert!(!fix(&mut t));
+        let mut s: heapless::String<15> = heapless::String::new();
+        for _ in 0..6 {
+            s.push('\u{1b}').unwrap();
+        }
+        assert!(fix(&mut s));
+        assert_eq!(
+            s.as_str(),
+            "␛␛␛␛??",
+            "one stand-in per character, `?` when full"
+        );
+        let mut ok: heapless::String<8> = "smbd".try_into().unwrap();
+        assert!(!fix(&mut ok));
+    }
+}
