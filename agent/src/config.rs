@@ -64,6 +64,9 @@ pub struct Config {
     /// `--allow-tests`: run the tests collectors ask for (`nasprobe test disk`); off by default,
     /// the agent stays read-only unless its owner says so.
     pub allow_tests: bool,
+    /// Learn exits (with their status) from the kernel's process connector; false
+    /// (`--no-connector`) keeps to /proc scanning, as when the kernel refuses it.
+    pub connector: bool,
 }
 
 /// Smallest sampling interval allowed (DESIGN.md).
@@ -117,6 +120,7 @@ impl Default for Config {
             nice: 19,
             cpu: None,
             redact: Vec::new(),
+            connector: true,
         }
     }
 }
@@ -158,6 +162,8 @@ FLAGS:
     --allow-tests           run the tests collectors ask for (nasprobe test disk): a file
                             written and read in the folder named, at most 60 s, one at a time,
                             one a minute, at most 25% of the free space [default: off]
+    --no-connector          do not use the kernel's process connector (exit status): find
+                            exits by scanning /proc only, as on a kernel that refuses it
     -h, --help              this text
     -V, --version           version
 ";
@@ -271,6 +277,7 @@ where
             }
             Long("cpu") => cfg.cpu = Some(parse_num(&mut parser, "--cpu")?),
             Long("redact") => cfg.redact.push(string(&mut parser)?),
+            Long("no-connector") => cfg.connector = false,
             Short('h') | Long("help") => cfg.command = Command::Help,
             Short('V') | Long("version") => cfg.command = Command::Version,
             _ => return Err(arg.unexpected().to_string()),

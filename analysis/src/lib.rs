@@ -4,6 +4,8 @@
 //! Pure: the collector loads a window of samples, events and gaps per host into [`HostData`]
 //! and calls [`report::build`]; nothing here touches a file, a socket or a clock.
 
+pub mod conns;
+pub mod exits;
 pub mod html;
 pub mod input;
 pub mod rates;

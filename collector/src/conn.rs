@@ -316,6 +316,8 @@ async fn run_connection(
                                 h.last = Some((r.seq, r.time_ms, Box::new(smp)));
                             }
                         }
+                        // Per-sample TCP connections are measurements, not recent events.
+                        RecordBody::Event(nasprobe_proto::Event::Connections(_)) => {}
                         RecordBody::Event(ev) => {
                             h.events.push_back((r.time_ms, ev));
                             while h.events.len() > RECENT_EVENTS {
