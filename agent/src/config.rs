@@ -359,4 +359,11 @@ mod tests {
         let c = parse_args(["--link-speed", "veth0=100"]).unwrap();
         assert_eq!(c.link_speeds, vec![("veth0".to_string(), 100)]);
     }
+
+    #[test]
+    fn connector_is_on_unless_turned_off() {
+        assert!(Config::default().connector);
+        assert!(!parse_args(["--no-connector"]).unwrap().connector);
+        assert!(USAGE.contains("--no-connector"));
+    }
 }

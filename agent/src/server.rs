@@ -344,6 +344,8 @@ pub struct Server {
     kmsg_window: Instant,
     kmsg_sent: u32,
     kmsg_suppressed: u32,
+    /// The pid of the last OOM kill passed on (its two lines make one event).
+    kmsg_last_oom: u32,
 }
 
 /// Why `run` returned.
@@ -390,6 +392,7 @@ impl Server {
             kmsg_window: Instant::now(),
             kmsg_sent: 0,
             kmsg_suppressed: 0,
+            kmsg_last_oom: 0,
             cfg,
             limits,
             token,
@@ -471,11 +474,14 @@ impl Server {
             return;
         };
         let mut found: Vec<Event> = Vec::new();
+        let last_oom = &mut self.kmsg_last_oom;
         k.drain(KMSG_RECORDS_PER_WAKE, &mut |rec| {
             let sampler = &mut self.sampler;
             let (pid, nic) = match classify(rec.text, &|w| sampler.is_nic(w)) {
                 Kind::OomKill { pid } => {
-                    if !sampler.oom_kill(pid) {
+                    // The kill comes as two lines on 4.19+ ("oom-kill:…" and "Killed
+                    // process"): one event for it.
+                    if !sampler.oom_kill(pid) || std::mem::replace(last_oom, pid) == pid {
                         return;
                     }
                     (Some(pid), None)
@@ -514,6 +520,11 @@ impl Server {
                 self.kmsg_sent = 0;
             }
             if self.kmsg_sent >= KMSG_EVENTS_PER_MINUTE {
+                if self.kmsg_suppressed == 0 {
+                    log::info!(
+                        "kernel messages: more than {KMSG_EVENTS_PER_MINUTE} a minute, the rest of this minute is counted, not sent"
+                    );
+                }
                 self.kmsg_suppressed = self.kmsg_suppressed.saturating_add(1);
                 continue;
             }

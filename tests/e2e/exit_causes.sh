@@ -170,9 +170,16 @@ cause=$(jq -r '[.patterns[] | select(.process == "np15hog")][0].cause // "none"'
 [[ $cause == oom ]] || { show kernel; fail "kernel: np15hog pattern cause '$cause', want oom"; }
 jq -e '[.events[] | select(.kind == "process_exit" and .process == "np15hog")][0].detail
     | test("^killed by the OOM killer \\(SIGKILL\\) after")' "$J" >/dev/null || { show kernel; fail "kernel: OOM exit text"; }
-pid=$(jq '[.events[] | select(.kind == "process_exit" and .process == "np15hog")][0].pid' "$J")
-jq -e --argjson p "$pid" '[.events[] | select(.kind == "kernel_message" and .pid == $p
-    and (.detail | test("Killed process")))] | length >= 1' "$J" >/dev/null || { show kernel; fail "kernel: no kernel_message naming pid $pid"; }
+# The kill's kernel line as an event, naming the pid: unless other work on this machine filled
+# the agent's kernel-message rate limit (12 a minute) first, which its log then says.
+pids=$(jq -c '[.events[] | select(.kind == "process_exit" and .process == "np15hog") | .pid]' "$J")
+named=$(jq --argjson ps "$pids" '[.events[] | select(.kind == "kernel_message" and (.pid as $p | $ps | index($p))
+    and (.detail | test("Killed process|oom-kill:")))] | length' "$J")
+if [[ $named == 0 ]]; then
+    grep -q "kernel messages: more than 12 a minute" "$T/agent-kernel.log" ||
+        { show kernel; fail "kernel: no kernel_message naming the OOM-killed pids $pids, and no rate limit"; }
+    say "kernel: the OOM lines were rate-limited (other OOM kills on this machine); oom_killed still set"
+fi
 say "connector: 3 x SIGKILL (cause killed), 2 x status 3 (cause error_exit), 2 x OOM (cause oom)"
 
 # --- 2. the peer ---------------------------------------------------------------------------
