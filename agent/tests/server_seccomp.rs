@@ -29,6 +29,10 @@ const ARCH: u32 = 0x4000_0028; // AUDIT_ARCH_ARM (EABI, little endian)
 const FIRST_AFTER_3_10: u32 = 380; // sched_setattr; 379 finit_module is the last of 3.10
 
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 
 fn stmt(code: u16, k: u32) -> libc::sock_filter {
@@ -46,10 +50,6 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 
 /// Every syscall numbered `FIRST_AFTER_3_10` or above (x32 ones included) → ENOSYS.
 fn filter() -> Vec<libc::sock_filter> {
-    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-    const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-    const JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
-    const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
     vec![
         // seccomp_data: nr at 0, arch at 4.
         stmt(LD_W_ABS, 4),
@@ -157,9 +157,6 @@ fn agent_serves_with_every_post_3_10_syscall_failing_with_enosys() {
 /// lseek(…, SEEK_END) → EPERM (positioning /dev/kmsg at its end; listing /proc rewinds with
 /// SEEK_SET, which stays allowed), everything else allowed.
 fn netlink_filter() -> Vec<libc::sock_filter> {
-    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-    const JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-    const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
     // seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (low 32 bits first: little endian).
     vec![
         stmt(LD_W_ABS, 4),

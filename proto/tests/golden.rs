@@ -318,15 +318,17 @@ fn record_events() {
         ),
     ];
     for (ev, golden) in events {
-        test_one(
-            Message::Record(Record {
-                seq: 8,
-                time_ms: 1000,
-                body: RecordBody::Event(ev),
-            }),
-            golden,
-        );
+        test_one(event_record(ev), golden);
     }
+}
+
+/// An event as the record every event golden vector wraps it in.
+fn event_record(ev: Event) -> Message {
+    Message::Record(Record {
+        seq: 8,
+        time_ms: 1000,
+        body: RecordBody::Event(ev),
+    })
 }
 
 fn connections() -> Connections {
@@ -435,14 +437,7 @@ fn record_exit_status_events() {
         if let Event::ProcessEnd(e) = &ev {
             assert_eq!((x, st), (Some(&exit), Some(&e.status)));
         }
-        test_one(
-            Message::Record(Record {
-                seq: 8,
-                time_ms: 1000,
-                body: RecordBody::Event(ev),
-            }),
-            golden,
-        );
+        test_one(event_record(ev), golden);
     }
 }
 
