@@ -66,6 +66,9 @@ pub struct Config {
     pub allow_tests: bool,
     /// `--test-port P`: where `nasprobe test net` streams arrive (on the --listen address).
     pub test_port: u16,
+    /// Learn exits (with their status) from the kernel's process connector; false
+    /// (`--no-connector`) keeps to /proc scanning, as when the kernel refuses it.
+    pub connector: bool,
 }
 
 /// The port `nasprobe test net` streams arrive on, next to the agent's 7451.
@@ -123,6 +126,7 @@ impl Default for Config {
             nice: 19,
             cpu: None,
             redact: Vec::new(),
+            connector: true,
         }
     }
 }
@@ -166,6 +170,8 @@ FLAGS:
                             free space), or plain TCP streams sent or received; at most 60 s,
                             one at a time, one a minute [default: off]
     --test-port PORT        where test net streams arrive [default: 7452]
+    --no-connector          do not use the kernel's process connector (exit status): find
+                            exits by scanning /proc only, as on a kernel that refuses it
     -h, --help              this text
     -V, --version           version
 ";
@@ -285,6 +291,7 @@ where
             }
             Long("cpu") => cfg.cpu = Some(parse_num(&mut parser, "--cpu")?),
             Long("redact") => cfg.redact.push(string(&mut parser)?),
+            Long("no-connector") => cfg.connector = false,
             Short('h') | Long("help") => cfg.command = Command::Help,
             Short('V') | Long("version") => cfg.command = Command::Version,
             _ => return Err(arg.unexpected().to_string()),
@@ -365,5 +372,12 @@ mod tests {
         assert!(parse_args(["--bogus"]).is_err());
         let c = parse_args(["--link-speed", "veth0=100"]).unwrap();
         assert_eq!(c.link_speeds, vec![("veth0".to_string(), 100)]);
+    }
+
+    #[test]
+    fn connector_is_on_unless_turned_off() {
+        assert!(Config::default().connector);
+        assert!(!parse_args(["--no-connector"]).unwrap().connector);
+        assert!(USAGE.contains("--no-connector"));
     }
 }

@@ -536,6 +536,43 @@ pub fn json_event(o: &mut String, e: &Event) {
                 .num("cpu_ticks", x.cpu_ticks);
             proc_json(j.key("process"), &x.process);
         }
+        Event::ProcessEnd(e) => {
+            let (x, st) = (&e.exit, &e.status);
+            j.s("event", "process_exit")
+                .num("lifetime_ms", x.lifetime_ms)
+                .num("cpu_ticks", x.cpu_ticks)
+                .s("exit_seen", st.seen.name());
+            j.opt("exit_code", st.code);
+            match st.signal.and_then(nasprobe_proto::signal_name) {
+                Some(n) => j.s("signal", n),
+                None => j.opt("signal", st.signal),
+            };
+            j.b("core_dumped", st.core_dumped)
+                .b("oom_killed", st.oom_killed);
+            proc_json(j.key("process"), &x.process);
+        }
+        Event::ExitWatch(w) => {
+            j.s("event", "exit_watch")
+                .s("source", w.source.name())
+                .num("dropped", w.dropped);
+        }
+        Event::Connections(c) => {
+            j.s("event", "tcp_connections")
+                .num("processes", c.procs.len())
+                .num(
+                    "connections",
+                    c.procs.iter().map(|p| p.conns.len()).sum::<usize>(),
+                );
+        }
+        Event::KernelMessage(m) => {
+            j.s("event", "kernel_message").num("level", m.level);
+            j.opt("pid", m.pid);
+            match &m.nic {
+                Some(n) => j.s("nic", n),
+                None => j.opt("nic", None::<u8>),
+            };
+            j.s("text", &m.text).num("suppressed", m.suppressed);
+        }
         Event::LinkChange(l) => {
             j.s("event", "link_change")
                 .s("nic", &l.nic)

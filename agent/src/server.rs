@@ -1,5 +1,6 @@
 //! The agent's server: one thread, one `poll` loop over the signal pipe, the listening socket,
-//! the connected collectors and the sampling deadline.
+//! the kernel's process connector and the kernel log (when available), the connected collectors
+//! and the sampling deadline.
 //!
 //! - Sampling runs on CLOCK_MONOTONIC deadlines (`std::time::Instant`): the next deadline is the
 //!   previous one plus the interval; missed ticks are skipped, never burst. A late wake-up is
@@ -18,13 +19,16 @@ use std::time::{Duration, Instant};
 use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame};
 use nasprobe_proto::handshake::{AgentAction, AgentHandshake, HandshakeError};
 use nasprobe_proto::{
-    AgentStart, Event, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, RecordBody,
-    Refused, encode_frame,
+    AgentStart, Event, ExitSeen, ExitWatch, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION,
+    Record, RecordBody, Refused, encode_frame,
 };
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::config::Config;
+use crate::connector::Connector;
 use crate::daemon::Signals;
+use crate::kmsg::Kmsg;
+use crate::parse::kmsg::{Kind, classify};
 use crate::ring::Ring;
 use crate::sampler::{Sampler, wall_ms};
 
@@ -45,6 +49,16 @@ pub(crate) const AUTH_DELAY_MAX: Duration = Duration::from_secs(1);
 pub(crate) const CLIENT_FRAMES_PER_S: u32 = 20;
 /// Addresses the rate limiter remembers (the oldest entry is forgotten first).
 const LIMITER_SLOTS: usize = 16;
+/// How long the agent waits at start for the kernel to acknowledge the connector subscription.
+const CONNECTOR_ACK_WAIT: Duration = Duration::from_millis(500);
+/// Connector datagrams read per wake-up of the loop (one message each): bounded work, so that a
+/// fork storm cannot delay sampling or the collectors; the rest are read at the next round.
+const CONNECTOR_DGRAMS_PER_WAKE: usize = 256;
+/// Kernel log records read per wake-up of the loop.
+const KMSG_RECORDS_PER_WAKE: usize = 64;
+/// `KernelMessage` events per minute at most; the rest are counted in the next one's
+/// `suppressed` (a flapping link or a segfault loop must not flood the history ring).
+const KMSG_EVENTS_PER_MINUTE: u32 = 12;
 /// Largest frame the agent ever sends (prefix included).
 const MAX_OUT_FRAME: usize = LEN_PREFIX + MAX_FRAME_LEN;
 /// Per-client partial-write buffer: control frames and the tail of a half-sent record.
@@ -315,6 +329,17 @@ pub struct Server {
     /// The test running for a collector (`--allow-tests`), and when the last one ended.
     test: Option<crate::selftest::Running>,
     last_test_end: Option<Instant>,
+    /// The kernel's process connector, when it could be subscribed to.
+    connector: Option<Connector>,
+    /// Connector overruns already announced in an `ExitWatch` event.
+    overruns_sent: u32,
+    /// The kernel log, for OOM kills and kernel messages about tracked processes and NICs.
+    kmsg: Option<Kmsg>,
+    kmsg_window: Instant,
+    kmsg_sent: u32,
+    kmsg_suppressed: u32,
+    /// The pid of the last OOM kill passed on (its two lines make one event).
+    kmsg_last_oom: u32,
 }
 
 /// Why `run` returned.
@@ -355,6 +380,13 @@ impl Server {
             accept_paused_until: None,
             test: None,
             last_test_end: None,
+            connector: None,
+            overruns_sent: 0,
+            kmsg: None,
+            kmsg_window: Instant::now(),
+            kmsg_sent: 0,
+            kmsg_suppressed: 0,
+            kmsg_last_oom: 0,
             cfg,
             limits,
             token,
@@ -367,8 +399,135 @@ impl Server {
             interval_ms: s.cfg.interval_ms,
         });
         push_event(&mut s.ring, &mut s.scratch, &mut s.clients, start);
+        s.connector = s.open_connector();
+        s.sampler.set_kernel_exits(s.connector.is_some());
+        s.push_exit_watch();
+        if s.sampler.proc_is_real() {
+            s.kmsg = Kmsg::open()
+                .map_err(|e| log::warn!("kernel log unavailable ({e}): OOM kills are not marked"))
+                .ok();
+        }
         s.take_sample(Instant::now());
         Ok(s)
+    }
+
+    /// The process connector, unless `--no-connector`, a generated `--proc-root` (its pids
+    /// are not the kernel's) or the kernel refuses it: then exits come from /proc scans.
+    fn open_connector(&self) -> Option<Connector> {
+        if !self.cfg.connector {
+            log::info!(
+                "process connector off (--no-connector): exits are found by scanning /proc, without status"
+            );
+            return None;
+        }
+        if !self.sampler.proc_is_real() {
+            log::info!("process connector off: --proc-root is not the kernel's procfs");
+            return None;
+        }
+        match Connector::open(CONNECTOR_ACK_WAIT) {
+            Ok(c) => {
+                log::info!("process connector on: exits carry their status");
+                Some(c)
+            }
+            Err(e) => {
+                log::warn!(
+                    "process connector unavailable ({e}): exits are found by scanning /proc, without status"
+                );
+                None
+            }
+        }
+    }
+
+    fn push_exit_watch(&mut self) {
+        let ev = Event::ExitWatch(ExitWatch {
+            source: if self.connector.is_some() {
+                ExitSeen::Kernel
+            } else {
+                ExitSeen::Scan
+            },
+            dropped: self.overruns_sent,
+        });
+        push_event(&mut self.ring, &mut self.scratch, &mut self.clients, ev);
+    }
+
+    /// Reads what the connector holds, at most `CONNECTOR_DGRAMS_PER_WAKE` datagrams.
+    fn read_connector(&mut self) {
+        let Server {
+            connector, sampler, ..
+        } = self;
+        if let Some(c) = connector {
+            c.drain(CONNECTOR_DGRAMS_PER_WAKE, &mut |ev| sampler.proc_event(ev));
+        }
+    }
+
+    /// Reads what the kernel log holds (at most `KMSG_RECORDS_PER_WAKE` records): OOM kills
+    /// mark the exit of their process; lines about tracked processes and known NICs become
+    /// `KernelMessage` events, rate-limited.
+    fn read_kmsg(&mut self) {
+        let Some(mut k) = self.kmsg.take() else {
+            return;
+        };
+        let mut found: Vec<Event> = Vec::new();
+        let last_oom = &mut self.kmsg_last_oom;
+        k.drain(KMSG_RECORDS_PER_WAKE, &mut |rec| {
+            let sampler = &mut self.sampler;
+            let (pid, nic) = match classify(rec.text, &|w| sampler.is_nic(w)) {
+                Kind::OomKill { pid } => {
+                    // The kill comes as two lines on 4.19+ ("oom-kill:…" and "Killed
+                    // process"): one event for it.
+                    if !sampler.oom_kill(pid) || std::mem::replace(last_oom, pid) == pid {
+                        return;
+                    }
+                    (Some(pid), None)
+                }
+                Kind::Segfault { pid } | Kind::HungTask { pid } => {
+                    if !sampler.is_tracked(pid) {
+                        return;
+                    }
+                    (Some(pid), None)
+                }
+                Kind::Nic { name } => (None, Some(name)),
+                Kind::TcpMemory => (None, None),
+                Kind::Other => return,
+            };
+            let mut text = nasprobe_proto::Cmdline::new();
+            sampler.redact_line(rec.text, &mut text);
+            let mut dev = None;
+            if let Some(n) = nic {
+                let mut d = nasprobe_proto::DevName::new();
+                crate::parse::to_label(n, nasprobe_proto::DEV_NAME_LEN, &mut d);
+                dev = Some(d);
+            }
+            found.push(Event::KernelMessage(nasprobe_proto::KernelMessage {
+                level: rec.level,
+                pid,
+                nic: dev,
+                text,
+                suppressed: 0,
+            }));
+        });
+        self.kmsg = Some(k);
+        let now = Instant::now();
+        for mut ev in found {
+            if now.duration_since(self.kmsg_window) >= Duration::from_secs(60) {
+                self.kmsg_window = now;
+                self.kmsg_sent = 0;
+            }
+            if self.kmsg_sent >= KMSG_EVENTS_PER_MINUTE {
+                if self.kmsg_suppressed == 0 {
+                    log::info!(
+                        "kernel messages: more than {KMSG_EVENTS_PER_MINUTE} a minute, the rest of this minute is counted, not sent"
+                    );
+                }
+                self.kmsg_suppressed = self.kmsg_suppressed.saturating_add(1);
+                continue;
+            }
+            if let Event::KernelMessage(m) = &mut ev {
+                m.suppressed = std::mem::take(&mut self.kmsg_suppressed);
+            }
+            self.kmsg_sent += 1;
+            push_event(&mut self.ring, &mut self.scratch, &mut self.clients, ev);
+        }
     }
 
     pub fn instance_id(&self) -> u64 {
@@ -386,8 +545,8 @@ impl Server {
         loop {
             let now = Instant::now();
             let timeout = self.poll_timeout(now);
-            let (sig_ready, listener_ready) = {
-                let mut fds: Vec<PollFd> = Vec::with_capacity(2 + self.clients.len());
+            let (sig_ready, listener_ready, connector_ready, kmsg_ready) = {
+                let mut fds: Vec<PollFd> = Vec::with_capacity(4 + self.clients.len());
                 let mut slots: Vec<usize> = Vec::with_capacity(self.clients.len());
                 fds.push(PollFd::new(signals.fd(), PollFlags::POLLIN));
                 let listen_ev = match self.accept_paused_until {
@@ -395,7 +554,19 @@ impl Server {
                     _ => PollFlags::POLLIN,
                 };
                 fds.push(PollFd::new(self.listener.as_fd(), listen_ev));
-                // The running test's "done" pipe, last so that the client indices stay 2 + k.
+                let mut at_connector = None;
+                if let Some(c) = &self.connector {
+                    at_connector = Some(fds.len());
+                    fds.push(PollFd::new(c.fd(), PollFlags::POLLIN));
+                }
+                let mut at_kmsg = None;
+                if let Some(k) = &self.kmsg {
+                    at_kmsg = Some(fds.len());
+                    fds.push(PollFd::new(k.fd(), PollFlags::POLLIN));
+                }
+                let first_client = fds.len();
+                // The running test's "done" pipe, last so that the client indices stay
+                // first_client + k.
                 for (i, c) in self.clients.iter().enumerate() {
                     if let Some(c) = c {
                         let mut ev = PollFlags::POLLIN;
@@ -418,17 +589,29 @@ impl Server {
                 let rev = |f: &PollFd| f.revents().unwrap_or(PollFlags::empty());
                 ready_clients.clear();
                 for (k, &slot) in slots.iter().enumerate() {
-                    let r = rev(&fds[2 + k]);
+                    let r = rev(&fds[first_client + k]);
                     if !r.is_empty() {
                         ready_clients.push((slot, r));
                     }
                 }
                 test_done = fds.get(test_at).is_some_and(|f| !rev(f).is_empty());
-                (!rev(&fds[0]).is_empty(), !rev(&fds[1]).is_empty())
+                (
+                    !rev(&fds[0]).is_empty(),
+                    !rev(&fds[1]).is_empty(),
+                    at_connector.is_some_and(|k| !rev(&fds[k]).is_empty()),
+                    at_kmsg.is_some_and(|k| !rev(&fds[k]).is_empty()),
+                )
             };
             if sig_ready && let Some(sig) = signals.take() {
                 self.shutdown(sig);
                 return Ok(Exit::Signal(sig));
+            }
+            // The kernel log first: an OOM kill's line comes before the exit it causes.
+            if kmsg_ready {
+                self.read_kmsg();
+            }
+            if connector_ready {
+                self.read_connector();
             }
             let now = Instant::now();
             if now >= self.next_tick {
@@ -496,7 +679,20 @@ impl Server {
     /// to mean anything (found by the reliability stress test: 0.4 ms intervals at nice 19 on
     /// pegged cores).
     fn tick(&mut self, now: Instant) {
+        // Exits the kernel reported up to now are in this sample, OOM kills marked.
+        self.read_kmsg();
+        self.read_connector();
         self.take_sample(now);
+        if let Some(c) = &self.connector
+            && c.overruns != self.overruns_sent
+        {
+            log::warn!(
+                "process connector: the kernel dropped messages ({} overruns so far); exits among them are found by the scan, without status",
+                c.overruns
+            );
+            self.overruns_sent = c.overruns;
+            self.push_exit_watch();
+        }
         let done = Instant::now();
         self.next_tick += self.interval;
         let earliest = done + self.interval / 2;

@@ -471,9 +471,12 @@ fn full_cycle_exact_deltas() {
         .iter()
         .map(|e| match e {
             Event::LinkChange(l) => format!("link {} up={}", l.nic, l.up),
-            Event::ProcessExit(x) => format!(
-                "exit {} {} {}",
-                x.process.pid, x.process.comm, x.process.cmdline
+            Event::ProcessEnd(e) => format!(
+                "exit {} {} {} {}",
+                e.exit.process.pid,
+                e.exit.process.comm,
+                e.exit.process.cmdline,
+                e.status.seen.name()
             ),
             Event::ProcessStart(p) => format!("start {} {}", p.pid, p.comm),
             e => format!("{e:?}"),
@@ -483,16 +486,19 @@ fn full_cycle_exact_deltas() {
         kinds,
         [
             "link eth0 up=false",
-            "exit 300 victim victim --flag",
-            "exit 500 oldname oldname",
+            "exit 300 victim victim --flag scan",
+            "exit 500 oldname oldname scan",
             "start 500 newname"
         ]
     );
-    if let Event::ProcessExit(x) = &ev[1] {
-        // started at tick 70 = 0.7 s, gone at uptime 1002 s
-        assert_eq!(x.lifetime_ms, 1_001_300);
-        assert_eq!(x.cpu_ticks, 2);
-    }
+    let Event::ProcessEnd(e) = &ev[1] else {
+        panic!("{:?}", ev[1]);
+    };
+    // started at tick 70 = 0.7 s, gone at uptime 1002 s
+    assert_eq!(e.exit.lifetime_ms, 1_001_300);
+    assert_eq!(e.exit.cpu_ticks, 2);
+    // A generated tree: no connector, so a scan found it without status.
+    assert_eq!((e.status.code, e.status.signal), (None, None));
 }
 
 #[test]
@@ -573,4 +579,91 @@ fn scan_every_n_reads_only_busy_processes_in_between() {
         .find(|p| p.pid == 300)
         .expect("seen at the full scan");
     assert_eq!(p300.utime + p300.stime, 17);
+}
+
+/// With the process connector (simulated here: its messages handed to the sampler), a new pid
+/// is read at the next sample instead of the next full scan, its exit carries the status, a
+/// zombie the kernel reported is not taken back into the table, and thread exits are ignored.
+#[test]
+fn connector_messages_give_new_pids_and_exit_status_between_full_scans() {
+    use nasprobe_agent::parse::cn_proc::ProcEvent;
+    use nasprobe_proto::ExitSeen;
+    let t = Tree::new("connector");
+    write_step(&t, 0);
+    let c = Config {
+        scan: ScanPolicy::Every(50),
+        event_min_lifetime_ms: 0,
+        ..cfg(&t)
+    };
+    let mut s = Sampler::new(&c);
+    s.set_kernel_exits(true);
+    let mut out = nasprobe_proto::Sample::default();
+    take(&mut s, &mut out); // prime (full)
+    write_step(&t, 1);
+    take(&mut s, &mut out); // full (right after priming)
+    take(&mut s, &mut out); // partial from here on
+    // A new process: announced by exec, read at the next (partial) sample.
+    t.put(
+        "proc/800/stat",
+        &pidstat(800, "np15new", 'S', 1, 0, 0, 100_000),
+    );
+    t.put("proc/800/cmdline", "np15new\0--x\0");
+    s.proc_event(ProcEvent::Exec {
+        pid: 800,
+        tgid: 800,
+    });
+    let (_, ev) = take(&mut s, &mut out);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::ProcessStart(p) if p.pid == 800)),
+        "{ev:?}"
+    );
+    // A thread of it ends: nothing. Then it is killed: a zombie until reaped, reported at once.
+    s.proc_event(ProcEvent::Exit {
+        pid: 801,
+        tgid: 800,
+        exit_code: 0,
+        timestamp_ns: 1,
+    });
+    let (_, ev) = take(&mut s, &mut out);
+    assert!(!ev.iter().any(|e| e.as_exit().is_some()), "{ev:?}");
+    t.put(
+        "proc/800/stat",
+        &pidstat(800, "np15new", 'Z', 1, 0, 0, 100_000),
+    );
+    s.proc_event(ProcEvent::Exit {
+        pid: 800,
+        tgid: 800,
+        exit_code: 9,
+        timestamp_ns: 1,
+    });
+    let (_, ev) = take(&mut s, &mut out);
+    let ends: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ProcessEnd(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 1, "{ev:?}");
+    assert_eq!(ends[0].exit.process.pid, 800);
+    assert_eq!(ends[0].exit.process.cmdline.as_str(), "np15new --x");
+    let st = ends[0].status;
+    assert_eq!(
+        (st.seen, st.code, st.signal),
+        (ExitSeen::Kernel, None, Some(9))
+    );
+    // The zombie is still listed (its parent has not reaped it): the full scans to come must
+    // not take it back, or it would end a second time once reaped.
+    for k in 0..60 {
+        if k == 55 {
+            t.rm("proc/800");
+        }
+        let (_, ev) = take(&mut s, &mut out);
+        assert!(
+            !ev.iter()
+                .any(|e| e.as_exit().is_some_and(|(x, _)| x.process.pid == 800)),
+            "sample {k}: {ev:?}"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! dropped: those sharing a pixel become one marker listing all of them.
 
 mod charts;
-mod svg;
+pub(crate) mod svg;
 
 use std::fmt::Write;
 

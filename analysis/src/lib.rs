@@ -5,6 +5,8 @@
 //! and calls [`report::build`]; nothing here touches a file, a socket or a clock.
 
 pub(crate) mod advice;
+pub mod conns;
+pub mod exits;
 pub mod html;
 pub mod input;
 pub mod rates;

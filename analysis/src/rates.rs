@@ -106,6 +106,15 @@ pub fn event_subject(e: &Event) -> (Option<u32>, String) {
     match e {
         Event::ProcessStart(p) => (Some(p.pid), p.comm.to_string()),
         Event::ProcessExit(x) => (Some(x.process.pid), x.process.comm.to_string()),
+        Event::ProcessEnd(x) => (Some(x.exit.process.pid), x.exit.process.comm.to_string()),
+        Event::ExitWatch(_) => (None, "agent".into()),
+        Event::KernelMessage(m) => (m.pid, m.nic.as_deref().unwrap_or("kernel").to_string()),
+        Event::Connections(c) => (
+            c.procs.first().map(|p| p.pid),
+            c.procs
+                .first()
+                .map_or(String::new(), |p| p.comm.to_string()),
+        ),
         Event::LinkChange(l) => (None, l.nic.to_string()),
         Event::AgentStart(a) => (None, format!("agent {}", a.agent_version)),
         Event::DeviceAdded(nasprobe_proto::DeviceAdded::Disk(d))
@@ -136,5 +145,26 @@ pub fn event_text(e: &Event) -> String {
             a.agent_version, a.instance_id, a.interval_ms
         ),
         Event::DeviceAdded(d) => format!("device added {d:?}"),
+        Event::ProcessEnd(x) => format!(
+            "exit {} [{}] {}, {} ticks",
+            x.exit.process.comm,
+            x.exit.process.pid,
+            crate::exits::end_text(Some(&x.status), x.exit.lifetime_ms),
+            x.exit.cpu_ticks
+        ),
+        Event::ExitWatch(w) => format!(
+            "exits seen by {} ({} connector overruns)",
+            w.source.name(),
+            w.dropped
+        ),
+        Event::KernelMessage(m) => format!("kernel: {}", m.text),
+        Event::Connections(c) => format!(
+            "TCP connections: {}",
+            c.procs
+                .iter()
+                .map(|p| format!("{} [{}] {}", p.comm, p.pid, p.conns.len()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }

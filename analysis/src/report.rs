@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use nasprobe_proto::Event;
+use nasprobe_proto::{Event, ExitSeen};
 use serde::Serialize;
 
 use crate::input::HostData;
@@ -152,6 +152,14 @@ pub struct EventOut {
     pub cpu_s: Option<f64>,
     pub device: Option<String>,
     pub detail: Option<String>,
+    /// `process_exit`: the status it exited with; null when a signal ended it or unknown.
+    pub exit_code: Option<u8>,
+    /// `process_exit`: the signal that ended it ("SIGKILL"), null when none or unknown.
+    pub signal: Option<String>,
+    pub core_dumped: Option<bool>,
+    pub oom_killed: Option<bool>,
+    /// `process_exit`: `kernel` (process connector: the status is known) or `scan`.
+    pub exit_seen: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -160,6 +168,10 @@ pub struct DeathContext {
     pub pid: u32,
     pub lifetime_s: f64,
     pub cmdline: String,
+    /// "died by SIGKILL after 8 s", "exited with status 1 after 2 min".
+    pub ended: String,
+    /// The cause of this death alone (see [`Pattern::cause`]).
+    pub cause: &'static str,
     /// Seconds before the death the figures below cover: the minute before, or the second half
     /// of the process's life when that is shorter (at least 2 s), so one death's context never
     /// holds the previous one's and the first half of the life gives the usual rates.
@@ -188,6 +200,11 @@ pub struct Pattern {
     /// retransmits or timeouts, the link going down, NIC errors, swapping); or that none of it
     /// was seen (then a watchdog or the program itself is the suspect).
     pub before_deaths: Vec<String>,
+    /// How the deaths ended: `oom`, `killed`, `crashed`, `error_exit`, `clean` or `unknown`
+    /// (the cause of most of them).
+    pub cause: &'static str,
+    /// Sentences with the counts and times behind `cause`.
+    pub cause_evidence: Vec<String>,
     pub deaths: Vec<DeathContext>,
 }
 
@@ -281,7 +298,12 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
     // In time order to the millisecond (`at` shows whole seconds), hosts in their order on ties.
     let mut timed = Vec::new();
     for h in hosts {
-        for e in &h.events {
+        // Per-sample TCP connections are measurements, not events.
+        for e in h
+            .events
+            .iter()
+            .filter(|e| !matches!(e.event, Event::Connections(_)))
+        {
             let cpu_s = |ticks| h.ticks_s(e.instance, ticks);
             timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event, cpu_s)));
         }
@@ -291,7 +313,8 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
     let patterns = hosts
         .iter()
         .zip(&raw)
-        .flat_map(|(h, s)| restart_patterns(h, s))
+        .enumerate()
+        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s))
         .collect();
     let gaps = hosts
         .iter()
@@ -497,19 +520,61 @@ fn event_out(host: &str, time_ms: u64, e: &Event, cpu_s: impl Fn(u64) -> f64) ->
         cpu_s: None,
         device: None,
         detail: None,
+        exit_code: None,
+        signal: None,
+        core_dumped: None,
+        oom_killed: None,
+        exit_seen: None,
     };
+    if let Some((x, st)) = e.as_exit() {
+        o.pid = Some(x.process.pid);
+        o.process = Some(x.process.comm.as_str().into());
+        o.cmdline = Some(x.process.cmdline.as_str().into());
+        o.lifetime_s = Some(round2(x.lifetime_ms as f64 / 1000.0));
+        o.cpu_s = Some(round2(cpu_s(x.cpu_ticks)));
+        o.detail = Some(crate::exits::end_text(st, x.lifetime_ms));
+        o.exit_code = st.and_then(|s| s.code);
+        o.signal = st.and_then(|s| s.signal).map(crate::exits::signal_text);
+        o.core_dumped = Some(st.is_some_and(|s| s.core_dumped));
+        o.oom_killed = Some(st.is_some_and(|s| s.oom_killed));
+        o.exit_seen = Some(st.map_or(ExitSeen::Scan, |s| s.seen).name());
+        return o;
+    }
     match e {
         Event::ProcessStart(p) => {
             o.pid = Some(p.pid);
             o.process = Some(p.comm.as_str().into());
             o.cmdline = Some(p.cmdline.as_str().into());
         }
-        Event::ProcessExit(x) => {
-            o.pid = Some(x.process.pid);
-            o.process = Some(x.process.comm.as_str().into());
-            o.cmdline = Some(x.process.cmdline.as_str().into());
-            o.lifetime_s = Some(round2(x.lifetime_ms as f64 / 1000.0));
-            o.cpu_s = Some(round2(cpu_s(x.cpu_ticks)));
+        Event::ProcessExit(_) | Event::ProcessEnd(_) | Event::Connections(_) => {}
+        Event::KernelMessage(m) => {
+            o.pid = m.pid;
+            o.device = m.nic.as_deref().map(str::to_string);
+            o.detail = Some(if m.suppressed > 0 {
+                format!(
+                    "{} ({} similar kernel lines left out before)",
+                    m.text, m.suppressed
+                )
+            } else {
+                m.text.to_string()
+            });
+        }
+        Event::ExitWatch(w) => {
+            o.detail = Some(format!(
+                "exits seen by {}{}",
+                match w.source {
+                    ExitSeen::Kernel => "the kernel's process connector (with status)",
+                    ExitSeen::Scan => "scanning /proc (without status)",
+                },
+                if w.dropped > 0 {
+                    format!(
+                        "; {} connector overruns (exits in them seen by the scan)",
+                        w.dropped
+                    )
+                } else {
+                    String::new()
+                }
+            ));
         }
         Event::LinkChange(l) => {
             o.device = Some(l.nic.as_str().into());
@@ -573,24 +638,31 @@ fn restart_key(comm: &str, cmdline: &str) -> (String, String) {
 /// be up before the old one is reaped; both land in the same scan).
 const RESTART_EARLY_MS: u64 = 2_000;
 
-fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
-    type Deaths<'a> = Vec<(u64, &'a nasprobe_proto::ProcessExit)>;
+fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Pattern> {
+    let h = &hosts[at];
+    type Deaths<'a> = Vec<(
+        u64,
+        &'a nasprobe_proto::ProcessExit,
+        Option<&'a nasprobe_proto::ExitStatus>,
+    )>;
     let mut groups: BTreeMap<(String, String), Deaths> = BTreeMap::new();
     let mut starts: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
     for e in &h.events {
-        match &e.event {
-            Event::ProcessExit(x) => groups
+        if let Some((x, st)) = e.event.as_exit() {
+            groups
                 .entry(restart_key(
                     x.process.comm.as_str(),
                     x.process.cmdline.as_str(),
                 ))
                 .or_default()
-                .push((e.time_ms, x)),
-            Event::ProcessStart(p) => starts
+                .push((crate::exits::exit_time(e.time_ms, st), x, st));
+            continue;
+        }
+        if let Event::ProcessStart(p) = &e.event {
+            starts
                 .entry(restart_key(p.comm.as_str(), p.cmdline.as_str()))
                 .or_default()
-                .push(e.time_ms),
-            _ => {}
+                .push(e.time_ms);
         }
     }
     let mut out = Vec::new();
@@ -603,7 +675,7 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
         let restarts = deaths
             .iter()
             .enumerate()
-            .filter(|(k, (t, _))| {
+            .filter(|(k, (t, _, _))| {
                 let until = deaths.get(k + 1).map_or(u64::MAX, |d| d.0);
                 st.iter()
                     .any(|&x| x + RESTART_EARLY_MS >= *t && x < until.max(*t + 1))
@@ -623,9 +695,20 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
             .collect::<std::collections::BTreeSet<_>>()
             .len();
         let new_args = distinct_args > 1;
+        let ends: Vec<crate::exits::Death> = deaths
+            .iter()
+            .map(|(t, x, st)| crate::exits::Death {
+                time_ms: *t,
+                lifetime_ms: x.lifetime_ms,
+                status: *st,
+                network: crate::conns::trouble_before(h, x.process.pid, *t),
+                peer: crate::conns::peer_end(hosts, at, x.process.pid, *t),
+            })
+            .collect();
         let ctx: Vec<DeathContext> = deaths
             .iter()
-            .map(|(t, x)| death_context(h, s, *t, x))
+            .zip(&ends)
+            .map(|((t, x, _), d)| death_context(h, s, *t, x, d))
             .collect();
         let every_txt = every_s
             .map(|e| {
@@ -639,14 +722,20 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
         // Per death: the rest of its life before its context window, for the usual rates.
         let earlier: Vec<(u64, u64)> = deaths
             .iter()
-            .map(|(t, x)| {
+            .map(|(t, x, _)| {
                 let ctx_from = t.saturating_sub(death_span_ms(x));
                 (t.saturating_sub(x.lifetime_ms), ctx_from)
             })
             .collect();
-        let before_deaths = before_deaths(s, &earlier, &ctx);
+        let (cause, cause_evidence) = crate::exits::pattern_cause(&ends);
+        let known = cause != crate::exits::Cause::Unknown;
+        let before_deaths = before_deaths(s, &earlier, &ctx, known);
+        let how = match cause_evidence.first() {
+            Some(e) if known => format!("; {e}"),
+            _ => String::new(),
+        };
         let summary = format!(
-            "{}: `{}` died {} times and came back {} times{}{}; {}",
+            "{}: `{}` died {} times and came back {} times{}{}; {}{how}",
             h.name,
             shape,
             deaths.len(),
@@ -668,6 +757,8 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
             new_arguments_each_time: new_args,
             summary,
             before_deaths,
+            cause: cause.name(),
+            cause_evidence,
             deaths: ctx,
         });
     }
@@ -675,7 +766,15 @@ fn restart_patterns(h: &HostData, s: &HostSeries) -> Vec<Pattern> {
 }
 
 /// What most deaths share in the time before them, compared with the host's usual rates.
-fn before_deaths(s: &HostSeries, earlier: &[(u64, u64)], ctx: &[DeathContext]) -> Vec<String> {
+///
+/// `status_known`: the exits say how they ended, so when nothing else shows the suspects are not
+/// guessed at.
+fn before_deaths(
+    s: &HostSeries,
+    earlier: &[(u64, u64)],
+    ctx: &[DeathContext],
+    status_known: bool,
+) -> Vec<String> {
     if ctx.is_empty() {
         return Vec::new();
     }
@@ -761,7 +860,9 @@ fn before_deaths(s: &HostSeries, earlier: &[(u64, u64)], ctx: &[DeathContext]) -
             ctx.len()
         ));
     }
-    if out.is_empty() {
+    if out.is_empty() && status_known {
+        out.push("no network, link, NIC or memory trouble before the deaths".into());
+    } else if out.is_empty() {
         out.push(
             "no network, link, NIC or memory trouble before the deaths: suspect a watchdog, a \
              timeout of the application or the program itself"
@@ -786,6 +887,7 @@ fn death_context(
     s: &HostSeries,
     t: u64,
     x: &nasprobe_proto::ProcessExit,
+    d: &crate::exits::Death,
 ) -> DeathContext {
     let span = death_span_ms(x);
     let from = t.saturating_sub(span);
@@ -819,6 +921,8 @@ fn death_context(
         pid: x.process.pid,
         lifetime_s: round2(x.lifetime_ms as f64 / 1000.0),
         cmdline: x.process.cmdline.as_str().into(),
+        ended: crate::exits::end_text(d.status, x.lifetime_ms),
+        cause: crate::exits::death_cause(d).name(),
         window_s: round2(span as f64 / 1000.0),
         tcp_retransmits: sum(&s.tcp.retrans),
         tcp_resets: sum(&s.tcp.resets),

@@ -142,13 +142,25 @@ pub fn render(r: &Report) -> String {
 fn patterns(o: &mut String, r: &Report) {
     for p in &r.patterns {
         let _ = writeln!(o, "\nPattern: {}", p.summary);
+        // The summary already ends with the first sentence when the cause is known.
+        let rest: Vec<&str> = p
+            .cause_evidence
+            .iter()
+            .map(String::as_str)
+            .filter(|e| !p.summary.ends_with(e))
+            .collect();
+        if rest.is_empty() {
+            let _ = writeln!(o, "  cause: {}", p.cause);
+        } else {
+            let _ = writeln!(o, "  cause: {} ({})", p.cause, rest.join("; "));
+        }
         for d in &p.deaths {
             let _ = writeln!(
                 o,
-                "  - died {} after {:.0} s (pid {}); in the {} before: {:.0} TCP retransmits, {:.0} resets, {:.0} timeouts, {:.0} NIC errors, {:.0} drops{}, {:.0} swap pages{}",
+                "  - {} (pid {}) {}; in the {} before: {:.0} TCP retransmits, {:.0} resets, {:.0} timeouts, {:.0} NIC errors, {:.0} drops{}, {:.0} swap pages{}",
                 d.at,
-                d.lifetime_s,
                 d.pid,
+                d.ended,
                 context_span(d.window_s),
                 d.tcp_retransmits,
                 d.tcp_resets,
@@ -188,7 +200,8 @@ pub fn render_events(r: &Report) -> String {
         if let Some(d) = &e.device {
             let _ = write!(line, " {d}");
         }
-        if let Some(l) = e.lifetime_s {
+        // An exit's detail says how it ended and after how long.
+        if let Some(l) = e.lifetime_s.filter(|_| e.detail.is_none()) {
             let _ = write!(line, " after {l:.0} s");
         }
         if let Some(cpu) = e.cpu_s {

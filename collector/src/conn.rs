@@ -471,6 +471,8 @@ impl Gate {
                         h.last = Some((r.seq, r.time_ms, Box::new(smp)));
                     }
                 }
+                // Per-sample TCP connections are measurements, not recent events.
+                RecordBody::Event(nasprobe_proto::Event::Connections(_)) => {}
                 RecordBody::Event(ev) => {
                     h.events.push_back((r.time_ms, ev));
                     while h.events.len() > RECENT_EVENTS {

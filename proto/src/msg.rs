@@ -34,6 +34,10 @@ pub const DEV_NAME_LEN: usize = 32;
 pub const HOST_NAME_LEN: usize = 64;
 /// Kernel release strings ("3.10.39", "4.4.302+", "6.1.0-28-amd64").
 pub const KERNEL_LEN: usize = 64;
+/// Processes whose TCP connections a sample reports (the busiest first).
+pub const MAX_CONN_PROCS: usize = 4;
+/// TCP connections reported per process.
+pub const MAX_PROC_CONNS: usize = 8;
 /// Mount paths named with `--mount`.
 pub const PATH_LEN: usize = 128;
 /// Short texts: architecture, versions, md level, boot id (36).
@@ -562,6 +566,7 @@ pub struct AgentSelf {
 }
 
 /// Something that happened between samples.
+#[allow(clippy::large_enum_variant)] // fixed-capacity by design, see `Message`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Event {
     /// A process that lived a while or was among the top was first seen.
@@ -574,6 +579,27 @@ pub enum Event {
     AgentStart(AgentStart),
     /// A device appeared after start; see the current `Hello` for its inventory entry.
     DeviceAdded(DeviceAdded),
+    /// A process seen before is gone, with how it ended. Agents that know this variant send it
+    /// instead of [`Event::ProcessExit`] for every exit.
+    ProcessEnd(ProcessEnd),
+    /// How this agent instance learns of exits; sent at start and whenever `dropped` grew.
+    ExitWatch(ExitWatch),
+    /// A kernel log line about a tracked process or a NIC, redacted like command lines.
+    KernelMessage(KernelMessage),
+    /// The TCP connections of the top processes at this sample (sparse: only active or
+    /// troubled ones, only in samples that have some).
+    Connections(Connections),
+}
+
+impl Event {
+    /// The exit of a process in either form, with its status when the event carries one.
+    pub fn as_exit(&self) -> Option<(&ProcessExit, Option<&ExitStatus>)> {
+        match self {
+            Event::ProcessExit(x) => Some((x, None)),
+            Event::ProcessEnd(e) => Some((&e.exit, Some(&e.status))),
+            _ => None,
+        }
+    }
 }
 
 impl Event {
@@ -581,10 +607,13 @@ impl Event {
     pub fn kind(&self) -> &'static str {
         match self {
             Event::ProcessStart(_) => "process_start",
-            Event::ProcessExit(_) => "process_exit",
+            Event::ProcessExit(_) | Event::ProcessEnd(_) => "process_exit",
             Event::LinkChange(_) => "link_change",
             Event::AgentStart(_) => "agent_start",
             Event::DeviceAdded(_) => "device_added",
+            Event::ExitWatch(_) => "exit_watch",
+            Event::KernelMessage(_) => "kernel_message",
+            Event::Connections(_) => "tcp_connections",
         }
     }
 }
@@ -629,4 +658,171 @@ pub struct AgentStart {
 pub enum DeviceAdded {
     Disk(DevName),
     Nic(DevName),
+}
+
+/// How the agent learnt that a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExitSeen {
+    /// The kernel said so (process connector, `PROC_EVENT_EXIT`): the status is known.
+    Kernel,
+    /// A scan of /proc found it gone: the status is unknown.
+    Scan,
+}
+
+/// How a process ended, as far as the agent knows.
+impl ExitSeen {
+    /// The name in reports: `kernel` or `scan`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExitSeen::Kernel => "kernel",
+            ExitSeen::Scan => "scan",
+        }
+    }
+}
+
+/// The name of Linux signal `n` (the numbers every Linux architecture the agent runs on
+/// shares: x86, arm, aarch64), None for a number without a fixed name (real-time signals).
+pub fn signal_name(n: u8) -> Option<&'static str> {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    NAMES.get((n as usize).checked_sub(1)?).copied()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatus {
+    pub seen: ExitSeen,
+    /// Exit status (0..=255) of a process that called exit; None when a signal ended it or when
+    /// the status is unknown.
+    pub code: Option<u8>,
+    /// Number of the signal that ended it (9 = SIGKILL); None when it exited or is unknown.
+    pub signal: Option<u8>,
+    /// The signal left a core dump.
+    pub core_dumped: bool,
+    /// The kernel's OOM killer chose it (kernel log).
+    pub oom_killed: bool,
+    /// How long before the record's time the kernel reported the exit, ms (the record is
+    /// written at the next sample); 0 when seen by a scan.
+    pub before_ms: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEnd {
+    pub exit: ProcessExit,
+    pub status: ExitStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitWatch {
+    /// `Kernel`: exits come from the process connector; `Scan`: it was refused or is missing,
+    /// exits are found by scanning /proc.
+    pub source: ExitSeen,
+    /// Connector messages the kernel dropped since the agent started (receive buffer overruns):
+    /// exits among them are seen by the scan, without status.
+    pub dropped: u32,
+}
+
+/// A kernel log line (`/dev/kmsg`) the agent passes on: an OOM kill, a segfault or hung task of
+/// a tracked process, link loss, a transmit timeout or reset of a known NIC, TCP out of memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelMessage {
+    /// Syslog level, 0 (emerg) .. 7 (debug).
+    pub level: u8,
+    /// The process it names, if any.
+    pub pid: Option<u32>,
+    /// The NIC it names, if any.
+    pub nic: Option<DevName>,
+    /// The line, redacted like command lines and cut to CMDLINE_LEN bytes.
+    pub text: Cmdline,
+    /// Lines of these kinds left out before this one by the agent's rate limit.
+    pub suppressed: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connections {
+    pub procs: Vec<ProcConnections, MAX_CONN_PROCS>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcConnections {
+    pub pid: u32,
+    pub comm: Comm,
+    pub conns: Vec<TcpConn, MAX_PROC_CONNS>,
+    /// Its TCP sockets left out (past MAX_PROC_CONNS, or idle and untroubled).
+    pub more: u16,
+}
+
+/// One end of a connection: 4 address bytes (IPv4) or 16 (IPv6), as on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SockAddr {
+    pub addr: Vec<u8, 16>,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpConn {
+    pub local: SockAddr,
+    pub remote: SockAddr,
+    /// TCP state (1 ESTABLISHED, 2 SYN_SENT, ... 8 CLOSE_WAIT, ...).
+    pub state: u8,
+    /// Bytes sent and not yet acknowledged / received and not yet read by the process.
+    pub send_queue: u32,
+    pub recv_queue: u32,
+    /// From sock_diag's tcp_info; None from the /proc/net/tcp fallback.
+    pub info: Option<TcpConnInfo>,
+    /// Retransmissions of the current segment (tcp_info's, or /proc/net/tcp's `retrnsmt`).
+    pub retransmits: u8,
+}
+
+/// `struct tcp_info` values (counters are totals over the connection's life, as the kernel
+/// keeps them; the collector takes differences).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpConnInfo {
+    pub probes: u8,
+    pub backoff: u8,
+    pub rto_us: u32,
+    pub rtt_us: u32,
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+    pub last_data_sent_ms: u32,
+    pub last_data_recv_ms: u32,
+    /// 4.2+.
+    pub bytes_acked: Option<u64>,
+    pub bytes_received: Option<u64>,
+    /// 4.9+, bytes/s.
+    pub delivery_rate: Option<u64>,
+    /// 4.10+, µs totals.
+    pub busy_time_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
 }

@@ -133,8 +133,16 @@ pub fn event(e: &mut Event) -> bool {
         Event::DeviceAdded(DeviceAdded::Disk(n)) | Event::DeviceAdded(DeviceAdded::Nic(n)) => {
             fix(n)
         }
-        #[allow(unreachable_patterns)]
-        _ => false,
+        Event::ProcessEnd(x) => fix(&mut x.exit.process.comm) | fix(&mut x.exit.process.cmdline),
+        Event::KernelMessage(k) => {
+            let nic = k.nic.as_mut().is_some_and(fix);
+            fix(&mut k.text) | nic
+        }
+        Event::Connections(c) => c
+            .procs
+            .iter_mut()
+            .fold(false, |any, p| fix(&mut p.comm) | any),
+        Event::ExitWatch(_) => false,
     }
 }
 
@@ -150,6 +158,26 @@ pub fn test_result(r: &mut TestResult) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_lines_and_connection_names_are_made_safe() {
+        let mut e = Event::KernelMessage(crate::KernelMessage {
+            level: 3,
+            pid: None,
+            nic: Some("eth0\u{1b}[2J".try_into().unwrap()),
+            text: "oom \u{202e}kill".try_into().unwrap(),
+            suppressed: 0,
+        });
+        assert!(event(&mut e));
+        let Event::KernelMessage(k) = &e else {
+            panic!()
+        };
+        assert!(
+            is_safe(&k.text) && is_safe(k.nic.as_ref().unwrap()),
+            "{k:?}"
+        );
+        assert!(!event(&mut e), "a second pass changes nothing");
+    }
 
     #[test]
     fn escapes_become_visible_and_fit() {

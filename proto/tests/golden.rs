@@ -318,14 +318,126 @@ fn record_events() {
         ),
     ];
     for (ev, golden) in events {
-        test_one(
-            Message::Record(Record {
-                seq: 8,
-                time_ms: 1000,
-                body: RecordBody::Event(ev),
+        test_one(event_record(ev), golden);
+    }
+}
+
+/// An event as the record every event golden vector wraps it in.
+fn event_record(ev: Event) -> Message {
+    Message::Record(Record {
+        seq: 8,
+        time_ms: 1000,
+        body: RecordBody::Event(ev),
+    })
+}
+
+fn connections() -> Connections {
+    let mut conns = Vec::new();
+    conns
+        .push(TcpConn {
+            local: SockAddr {
+                addr: Vec::from_slice(&[10, 0, 0, 1]).unwrap(),
+                port: 873,
+            },
+            remote: SockAddr {
+                addr: Vec::from_slice(&[10, 0, 0, 2]).unwrap(),
+                port: 40000,
+            },
+            state: 1,
+            send_queue: 0,
+            recv_queue: 70000,
+            info: Some(TcpConnInfo {
+                probes: 0,
+                backoff: 2,
+                rto_us: 1_600_000,
+                rtt_us: 180_000,
+                snd_cwnd: 10,
+                total_retrans: 7,
+                last_data_sent_ms: 40_000,
+                last_data_recv_ms: 12,
+                bytes_acked: Some(1),
+                bytes_received: Some(100_000),
+                delivery_rate: None,
+                busy_time_us: None,
+                rwnd_limited_us: Some(5_000_000),
+                sndbuf_limited_us: Some(0),
             }),
-            golden,
-        );
+            retransmits: 3,
+        })
+        .unwrap();
+    let mut procs = Vec::new();
+    procs
+        .push(ProcConnections {
+            pid: 31337,
+            comm: s("rsync"),
+            conns,
+            more: 1,
+        })
+        .unwrap();
+    Connections { procs }
+}
+
+#[test]
+fn record_exit_status_events() {
+    let exit = ProcessExit {
+        process: process(),
+        lifetime_ms: 4_800_000,
+        cpu_ticks: 90_000,
+    };
+    let events = [
+        (
+            Event::ProcessEnd(ProcessEnd {
+                exit: exit.clone(),
+                status: ExitStatus {
+                    seen: ExitSeen::Kernel,
+                    code: None,
+                    signal: Some(9),
+                    core_dumped: false,
+                    oom_killed: true,
+                    before_ms: 250,
+                },
+            }),
+            &GOLDEN_EV_END_KILLED[..],
+        ),
+        (
+            Event::ProcessEnd(ProcessEnd {
+                exit: exit.clone(),
+                status: ExitStatus {
+                    seen: ExitSeen::Scan,
+                    code: None,
+                    signal: None,
+                    core_dumped: false,
+                    oom_killed: false,
+                    before_ms: 0,
+                },
+            }),
+            &GOLDEN_EV_END_SCAN[..],
+        ),
+        (
+            Event::ExitWatch(ExitWatch {
+                source: ExitSeen::Kernel,
+                dropped: 300,
+            }),
+            &GOLDEN_EV_WATCH[..],
+        ),
+        (
+            Event::KernelMessage(KernelMessage {
+                level: 3,
+                pid: Some(21859),
+                nic: None,
+                text: s("Killed process 21859 (rsync)"),
+                suppressed: 2,
+            }),
+            &GOLDEN_EV_KMSG[..],
+        ),
+        (Event::Connections(connections()), &GOLDEN_EV_CONNS[..]),
+    ];
+    for (ev, golden) in events {
+        let (x, st) = ev.as_exit().map_or((None, None), |(x, s)| (Some(x), s));
+        if let Event::ProcessEnd(e) = &ev {
+            assert_eq!((x, st), (Some(&exit), Some(&e.status)));
+        }
+        test_one(event_record(ev), golden);
     }
 }
 
@@ -418,6 +530,27 @@ const GOLDEN_EV_EXIT: [u8; 54] = [
     114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
     196, 7, 128, 252, 164, 2, 144, 191, 5,
 ];
+const GOLDEN_EV_END_KILLED: [u8; 62] = [
+    58, 0, 0, 0, 1, 6, 8, 232, 7, 1, 5, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
+    196, 7, 128, 252, 164, 2, 144, 191, 5, 0, 0, 1, 9, 0, 1, 250, 1,
+];
+const GOLDEN_EV_END_SCAN: [u8; 60] = [
+    56, 0, 0, 0, 1, 6, 8, 232, 7, 1, 5, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
+    196, 7, 128, 252, 164, 2, 144, 191, 5, 1, 0, 0, 0, 0, 0,
+];
+const GOLDEN_EV_WATCH: [u8; 14] = [10, 0, 0, 0, 1, 6, 8, 232, 7, 1, 6, 0, 172, 2];
+const GOLDEN_EV_KMSG: [u8; 47] = [
+    43, 0, 0, 0, 1, 6, 8, 232, 7, 1, 7, 3, 1, 227, 170, 1, 0, 28, 75, 105, 108, 108, 101, 100, 32,
+    112, 114, 111, 99, 101, 115, 115, 32, 50, 49, 56, 53, 57, 32, 40, 114, 115, 121, 110, 99, 41,
+    2,
+];
+const GOLDEN_EV_CONNS: [u8; 74] = [
+    70, 0, 0, 0, 1, 6, 8, 232, 7, 1, 8, 1, 233, 244, 1, 5, 114, 115, 121, 110, 99, 1, 4, 10, 0, 0,
+    1, 233, 6, 4, 10, 0, 0, 2, 192, 184, 2, 1, 0, 240, 162, 4, 1, 0, 2, 128, 212, 97, 160, 254, 10,
+    10, 7, 192, 184, 2, 12, 1, 1, 1, 160, 141, 6, 0, 0, 1, 192, 150, 177, 2, 1, 0, 3, 1,
+];
 const GOLDEN_EV_LINK: [u8; 22] = [
     18, 0, 0, 0, 1, 6, 8, 232, 7, 1, 2, 4, 101, 116, 104, 48, 1, 100, 1, 1, 220, 11,
 ];
@@ -509,7 +642,15 @@ mod decoder_errors {
 
     #[test]
     fn every_prefix_of_every_golden_frame_is_handled() {
-        for golden in [&GOLDEN_HELLO[..], &GOLDEN_SAMPLE[..], &GOLDEN_EV_EXIT[..]] {
+        for golden in [
+            &GOLDEN_HELLO[..],
+            &GOLDEN_SAMPLE[..],
+            &GOLDEN_EV_EXIT[..],
+            &GOLDEN_EV_END_KILLED[..],
+            &GOLDEN_EV_WATCH[..],
+            &GOLDEN_EV_KMSG[..],
+            &GOLDEN_EV_CONNS[..],
+        ] {
             for cut in 0..golden.len() {
                 assert_eq!(decode_frame(&golden[..cut], MAX_FRAME_LEN), Ok(None));
                 // Same bytes with the length patched to the cut: never a panic.

@@ -6,12 +6,16 @@
 //! into `None` after logging it once. A capacity that is too small is [`ParseError::Full`],
 //! never a silent truncation.
 
+pub mod cn_proc;
 pub mod cpu;
 pub mod disk;
+pub mod kmsg;
 pub mod mem;
 pub mod net;
+pub mod netlink;
 pub mod pid;
 pub mod sysfs;
+pub mod tcp_conn;
 
 use core::fmt;
 

@@ -15,6 +15,7 @@
 //! Cost: no allocation after `new` on the sampling path (buffers and tables are reserved
 //! once); on a real procfs/sysfs the system files stay open and are re-read with pread.
 
+mod conns;
 mod delta;
 mod devices;
 pub mod io;
@@ -81,6 +82,7 @@ pub struct Sampler {
     log_mem: Once,
     // devices, processes
     procs: procs::Procs,
+    conns: conns::Conns,
     disks: devices::Disks,
     nics: devices::Nics,
     mounts: Vec<PathBuf>,
@@ -129,6 +131,7 @@ impl Sampler {
             prev_tcp: None,
             log_mem: Once::default(),
             procs: procs::Procs::new(cfg, hz),
+            conns: conns::Conns::new(),
             disks: devices::Disks::new(cfg.partitions),
             nics: devices::Nics::new(&cfg.link_speeds),
             mounts: cfg.mounts.iter().take(MAX_MOUNTS).cloned().collect(),
@@ -223,6 +226,56 @@ impl Sampler {
         self.last_wall_ms
     }
 
+    /// True when `--proc-root` is the kernel's own procfs (pids there are the kernel's).
+    pub fn proc_is_real(&self) -> bool {
+        self.proc.real
+    }
+
+    /// Exits come from the kernel's process connector (true) or from /proc scans only.
+    pub fn set_kernel_exits(&mut self, on: bool) {
+        self.procs.set_kernel_exits(on);
+    }
+
+    /// One message of the process connector: exits get their status, new processes (fork of
+    /// a process, exec) are read at the next sample.
+    pub fn proc_event(&mut self, ev: crate::parse::cn_proc::ProcEvent) {
+        use crate::parse::cn_proc::ProcEvent;
+        match ev {
+            ProcEvent::Exit {
+                pid,
+                tgid,
+                exit_code,
+                timestamp_ns,
+            } => self.procs.kernel_exit(pid, tgid, exit_code, timestamp_ns),
+            ProcEvent::Fork {
+                child_pid,
+                child_tgid,
+                ..
+            } if child_pid == child_tgid => self.procs.kernel_new(child_pid),
+            ProcEvent::Exec { pid, tgid } if pid == tgid => self.procs.kernel_new(pid),
+            _ => {}
+        }
+    }
+
+    /// The OOM killer killed `pid`: its exit will say so. False when it is not tracked.
+    pub fn oom_kill(&mut self, pid: u32) -> bool {
+        self.procs.oom_kill(pid)
+    }
+
+    pub fn is_tracked(&self, pid: u32) -> bool {
+        self.procs.is_tracked(pid)
+    }
+
+    /// True when `name` is a NIC of the inventory.
+    pub fn is_nic(&self, name: &[u8]) -> bool {
+        self.nics.info.iter().any(|n| n.name.as_bytes() == name)
+    }
+
+    /// A kernel log line redacted like a command line.
+    pub fn redact_line(&self, line: &[u8], out: &mut nasprobe_proto::Cmdline) {
+        self.procs.redact_line(line, out);
+    }
+
     /// Processes tracked now, and times the table was full (for `sample` and the bench).
     pub fn process_stats(&self) -> (usize, u32) {
         (self.procs.tracked(), self.procs.table_full)
@@ -245,6 +298,10 @@ impl Sampler {
             .sample(&self.proc, &self.sys, &mut self.buf, !priming, target, emit);
         self.procs
             .sample(&self.proc, &mut self.buf, priming, out, emit);
+        if !priming {
+            let top = self.procs.top_procs(nasprobe_proto::MAX_CONN_PROCS);
+            self.conns.sample(&self.proc, &top, emit);
+        }
         self.memory(out);
         self.vm_tcp(out);
         self.mounts(out);

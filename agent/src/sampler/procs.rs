@@ -11,19 +11,25 @@
 //! processes are noticed at the next full scan. In exchange the per-sample cost falls from
 //! "every pid" to "busy pids" (see BENCHMARKS.md).
 //!
+//! With the kernel's process connector (see [`crate::connector`]) exits carry their status
+//! and are reported at the next sample (zombies included), and new pids (fork, exec) are read
+//! at the next sample instead of the next full scan, so short lives are seen; without it
+//! exits are found by the scans as above, without status.
+//!
 //! The table is two sorted arrays (old and new) merged against the sorted pid listing at each
 //! full scan: O(n), no hashing, no allocation after start.
 
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
 use nasprobe_proto::{
-    CMDLINE_LEN, COMM_LEN, Cmdline, Comm, Event, ProcSample, ProcessExit, ProcessInfo, Sample,
-    ThreadSample,
+    CMDLINE_LEN, COMM_LEN, Cmdline, Comm, Event, ExitSeen, ExitStatus, ProcSample, ProcessEnd,
+    ProcessExit, ProcessInfo, Sample, ThreadSample,
 };
 
 use super::delta::{step, u32s};
 use super::io::{self, Once, PathBuf64, ReadError, Root};
 use crate::config::{Config, ScanPolicy};
+use crate::parse::cn_proc::ExitCode;
 use crate::parse::pid::{DEFAULT_REDACT, PidStat, format_cmdline, parse_pid_stat, parse_schedstat};
 
 /// Processes tracked at once. pid_max defaults to 32768 and a NAS runs 100-400 processes;
@@ -51,11 +57,18 @@ pub(crate) const THREAD_TABLE_CAP: usize = 4096;
 pub(crate) const CMDLINE_READ: usize = 4096;
 /// getdents64 buffer: ~200 entries of /proc per call.
 pub(crate) const DENTS_BUF: usize = 8 * 1024;
+/// New pids announced by the process connector (fork, exec) and read at the next sample; more
+/// in one interval (a fork storm) are left to the next full scan and counted.
+pub(crate) const PENDING_PIDS: usize = 512;
 
 const F_START_SENT: u8 = 2;
 const F_CMDLINE_SENT: u8 = 4;
 const F_WAS_TOP: u8 = 8;
 const F_ACTIVE: u8 = 16;
+/// The kernel's process connector said this process exited (status in `exit_raw`).
+const F_EXITED: u8 = 32;
+/// The kernel log says the OOM killer killed this process.
+const F_OOM: u8 = 64;
 const NO_SLOT: u16 = u16::MAX;
 
 #[derive(Clone, Copy)]
@@ -79,6 +92,10 @@ struct Proc {
     state: u8,
     flags: u8,
     slot: u16,
+    /// wait(2) status from the process connector, valid with `F_EXITED`.
+    exit_raw: u32,
+    /// CLOCK_MONOTONIC ns of the connector's exit message, valid with `F_EXITED`.
+    exit_ns: u64,
 }
 
 impl Proc {
@@ -125,6 +142,16 @@ pub(crate) struct Procs {
     uptime: io::Src,
     /// Times the process table (or a thread listing) was full; logged once.
     pub table_full: u32,
+    /// Exits come from the process connector: zombies are not taken into the table (their
+    /// exit was reported, or was of a process never tracked).
+    kernel_exits: bool,
+    /// Connector exits of processes the table does not hold (started and ended unseen).
+    pub untracked_exits: u32,
+    /// Pids the connector announced since the last sample, with their exit status when they
+    /// also ended already.
+    pending: Vec<(u32, Option<(u32, u64)>)>,
+    /// Announced pids left to the next full scan because `pending` was full.
+    pub pending_dropped: u32,
     log_stat: Once,
     log_full: Once,
     log_slots: Once,
@@ -170,12 +197,150 @@ impl Procs {
             last_full_ms: 0,
             uptime: io::Src::new("uptime"),
             table_full: 0,
+            kernel_exits: false,
+            untracked_exits: 0,
+            pending: Vec::with_capacity(PENDING_PIDS),
+            pending_dropped: 0,
             log_stat: Once::default(),
             log_full: Once::default(),
             log_slots: Once::default(),
             log_threads: Once::default(),
             log_list: Once::default(),
         }
+    }
+
+    /// The process connector is (or is no longer) the source of exits.
+    pub fn set_kernel_exits(&mut self, on: bool) {
+        self.kernel_exits = on;
+    }
+
+    /// A process ended, says the kernel: its status is kept on its table entry and the exit is
+    /// reported at the next sample. Exits of threads and of untracked processes are dropped
+    /// here (a binary search: the table is sorted by pid), so a fork storm costs little.
+    pub fn kernel_exit(&mut self, pid: u32, tgid: u32, exit_raw: u32, exit_ns: u64) {
+        if pid != tgid {
+            return;
+        }
+        match self.table.binary_search_by_key(&pid, |p| p.pid) {
+            Ok(i) => {
+                let p = &mut self.table[i];
+                p.flags |= F_EXITED;
+                p.exit_raw = exit_raw;
+                p.exit_ns = exit_ns;
+            }
+            Err(_) => match self.pending.iter_mut().find(|p| p.0 == pid) {
+                Some(p) => p.1 = Some((exit_raw, exit_ns)),
+                None => self.untracked_exits = self.untracked_exits.saturating_add(1),
+            },
+        }
+    }
+
+    /// The OOM killer killed `pid` (kernel log): its exit is marked `oom_killed`. False when
+    /// the agent does not track it.
+    pub fn oom_kill(&mut self, pid: u32) -> bool {
+        match self.table.binary_search_by_key(&pid, |p| p.pid) {
+            Ok(i) => {
+                self.table[i].flags |= F_OOM;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The busiest processes of the last sample (pid, comm), at most `n`.
+    pub fn top_procs(&self, n: usize) -> Vec<(u32, Comm)> {
+        self.top
+            .iter()
+            .take(n)
+            .map(|&i| {
+                let p = &self.table[i];
+                let mut comm = Comm::new();
+                crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
+                (p.pid, comm)
+            })
+            .collect()
+    }
+
+    /// True when the agent tracks `pid` now.
+    pub fn is_tracked(&self, pid: u32) -> bool {
+        self.table.binary_search_by_key(&pid, |p| p.pid).is_ok()
+    }
+
+    /// A kernel log line redacted like a command line (its words as the arguments).
+    pub fn redact_line(&self, line: &[u8], out: &mut Cmdline) {
+        let mut words = [0u8; CMDLINE_READ];
+        let n = line.len().min(words.len());
+        for (w, &b) in words.iter_mut().zip(&line[..n]) {
+            *w = if b == b' ' { 0 } else { b };
+        }
+        format_cmdline(
+            &words[..n],
+            self.patterns.iter().map(|p| p.as_slice()),
+            CMDLINE_LEN,
+            out,
+        );
+    }
+
+    /// A new process (fork of a process, or exec), says the kernel: it is read at the next
+    /// sample instead of waiting for a full scan, so that short lives are seen too.
+    pub fn kernel_new(&mut self, pid: u32) {
+        if self.pending.iter().any(|p| p.0 == pid) {
+            return;
+        }
+        if self.pending.len() < PENDING_PIDS {
+            self.pending.push((pid, None));
+        } else {
+            self.pending_dropped = self.pending_dropped.saturating_add(1);
+        }
+    }
+
+    /// Takes the announced pids into the table (a merge: both are sorted by pid).
+    fn add_pending(&mut self, root: &Root, buf: &mut [u8], now_ms: u64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut pend = std::mem::take(&mut self.pending);
+        pend.sort_unstable_by_key(|p| p.0);
+        let mut old = std::mem::take(&mut self.table);
+        let mut new = std::mem::take(&mut self.next);
+        new.clear();
+        let mut i = 0;
+        for &(pid, exit) in &pend {
+            while i < old.len() && old[i].pid < pid {
+                new.push(old[i]);
+                i += 1;
+            }
+            if i < old.len() && old[i].pid == pid {
+                if let Some((e, ns)) = exit {
+                    old[i].flags |= F_EXITED;
+                    old[i].exit_raw = e;
+                    old[i].exit_ns = ns;
+                }
+                continue;
+            }
+            if new.len() + old.len() - i >= PROC_TABLE_CAP {
+                self.table_full += 1;
+                continue;
+            }
+            let mut fd = -1;
+            // Gone already (reaped): only the counters of the next scan show it.
+            let Ok(st) = self.read_stat(root, buf, pid, &mut fd) else {
+                continue;
+            };
+            let mut p = self.new_proc(&st, fd, now_ms, false);
+            if let Some((e, ns)) = exit {
+                p.flags |= F_EXITED;
+                p.exit_raw = e;
+                p.exit_ns = ns;
+            }
+            new.push(p);
+        }
+        new.extend_from_slice(&old[i..]);
+        old.clear();
+        self.table = new;
+        self.next = old;
+        pend.clear();
+        self.pending = pend;
     }
 
     /// Processes tracked now.
@@ -212,6 +377,7 @@ impl Procs {
         let now_ms = self.now_ms(root, buf);
         // The sample after priming is always full: priming gave every process a baseline.
         let full = priming || self.sample_no - self.last_full >= self.every || self.last_full == 1;
+        self.add_pending(root, buf, now_ms);
         let mut short_lived = 0;
         if full {
             short_lived += self.full_scan(root, buf, priming, now_ms, emit);
@@ -350,6 +516,11 @@ impl Procs {
                 let mut p = old[i];
                 i += 1;
                 j += 1;
+                if p.flags & F_EXITED != 0 {
+                    // Ended (a zombie until its parent reaps it).
+                    short += self.exit(&mut p, now_ms, emit);
+                    continue;
+                }
                 match self.read_stat(root, buf, p.pid, &mut p.fd) {
                     Ok(st) if st.starttime == p.start => {
                         self.update(&mut p, &st);
@@ -374,6 +545,13 @@ impl Procs {
             j += 1;
             let mut fd = -1;
             if let Ok(st) = self.read_stat(root, buf, s, &mut fd) {
+                if self.kernel_exits && st.state == b'Z' {
+                    if fd >= 0 {
+                        close_fd(&mut fd);
+                        self.kept -= 1;
+                    }
+                    continue;
+                }
                 new.push(self.new_proc(&st, fd, now_ms, priming));
             }
         }
@@ -397,6 +575,10 @@ impl Procs {
         let mut short = 0;
         for r in 0..table.len() {
             let mut p = table[r];
+            if p.flags & F_EXITED != 0 {
+                short += self.exit(&mut p, now_ms, emit);
+                continue;
+            }
             if p.flags & F_ACTIVE != 0 {
                 match self.read_stat(root, buf, p.pid, &mut p.fd) {
                     Ok(st) if st.starttime == p.start => self.update(&mut p, &st),
@@ -455,6 +637,8 @@ impl Procs {
             state: st.state,
             flags: 0,
             slot: NO_SLOT,
+            exit_raw: 0,
+            exit_ns: 0,
         };
         set_comm(&mut p, st.comm());
         let start_ms = st.starttime * 1000 / self.hz;
@@ -492,16 +676,42 @@ impl Procs {
                         .unwrap_or(""),
                 );
             }
-            emit(Event::ProcessExit(ProcessExit {
-                process: ProcessInfo {
-                    pid: p.pid,
-                    ppid: p.ppid,
-                    comm,
-                    cmdline,
-                    start_ticks: p.start,
+            let status = if p.flags & F_EXITED != 0 {
+                let c = ExitCode::from_wait_status(p.exit_raw);
+                ExitStatus {
+                    seen: ExitSeen::Kernel,
+                    code: c.code,
+                    signal: c.signal,
+                    core_dumped: c.core_dumped,
+                    oom_killed: p.flags & F_OOM != 0,
+                    before_ms: mono_ns()
+                        .saturating_sub(p.exit_ns)
+                        .div_ceil(1_000_000)
+                        .min(u32::MAX as u64) as u32,
+                }
+            } else {
+                ExitStatus {
+                    seen: ExitSeen::Scan,
+                    code: None,
+                    signal: None,
+                    core_dumped: false,
+                    oom_killed: p.flags & F_OOM != 0,
+                    before_ms: 0,
+                }
+            };
+            emit(Event::ProcessEnd(ProcessEnd {
+                exit: ProcessExit {
+                    process: ProcessInfo {
+                        pid: p.pid,
+                        ppid: p.ppid,
+                        comm,
+                        cmdline,
+                        start_ticks: p.start,
+                    },
+                    lifetime_ms,
+                    cpu_ticks: p.utime + p.stime,
                 },
-                lifetime_ms,
-                cpu_ticks: p.utime + p.stime,
+                status,
             }));
             0
         } else {
@@ -730,6 +940,13 @@ fn root_read<'b>(
 ) -> Result<&'b [u8], ReadError> {
     let f = io::open_raw(dir, rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
     io::read_at(f.as_raw_fd(), buf)
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of the connector's timestamps.
+fn mono_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
 }
 
 fn close_fd(fd: &mut RawFd) {

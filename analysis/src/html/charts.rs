@@ -40,10 +40,13 @@ pub(crate) struct Marker {
 pub(crate) fn event_class(e: &Event) -> &'static str {
     match e {
         Event::ProcessStart(_) => "ev-start",
-        Event::ProcessExit(_) => "ev-exit",
+        Event::ProcessExit(_) | Event::ProcessEnd(_) => "ev-exit",
         Event::LinkChange(_) => "ev-link",
         Event::AgentStart(_) => "ev-agent",
         Event::DeviceAdded(_) => "ev-dev",
+        Event::ExitWatch(_) => "ev-agent",
+        Event::KernelMessage(_) => "ev-link",
+        Event::Connections(_) => "ev-conn",
     }
 }
 
@@ -65,14 +68,8 @@ pub fn describe(time_ms: u64, e: &Event, cpu_s: f64) -> String {
             p.pid,
             p.cmdline.as_str()
         ),
-        Event::ProcessExit(x) => format!(
-            "{at} {} (pid {}) exited after {}, {:.0} s of CPU: {}",
-            x.process.comm.as_str(),
-            x.process.pid,
-            dur(x.lifetime_ms as f64 / 1000.0),
-            cpu_s,
-            x.process.cmdline.as_str()
-        ),
+        Event::ProcessExit(x) => exit_line(&at, x, None, cpu_s),
+        Event::ProcessEnd(x) => exit_line(&at, &x.exit, Some(&x.status), cpu_s),
         Event::LinkChange(l) => format!(
             "{at} link {} {} {} Mb/s{} mtu {}",
             l.nic.as_str(),
@@ -94,7 +91,37 @@ pub fn describe(time_ms: u64, e: &Event, cpu_s: f64) -> String {
             nasprobe_proto::DeviceAdded::Disk(n) => format!("{at} disk {} added", n.as_str()),
             nasprobe_proto::DeviceAdded::Nic(n) => format!("{at} NIC {} added", n.as_str()),
         },
+        Event::KernelMessage(m) => format!("{at} kernel: {}", m.text.as_str()),
+        Event::Connections(c) => format!("{at} TCP connections of {} processes", c.procs.len()),
+        Event::ExitWatch(w) => format!(
+            "{at} agent finds exits by {}{}",
+            match w.source {
+                nasprobe_proto::ExitSeen::Kernel => "the kernel's process connector",
+                nasprobe_proto::ExitSeen::Scan => "scanning /proc (no exit status)",
+            },
+            if w.dropped > 0 {
+                format!(", {} connector overruns", w.dropped)
+            } else {
+                String::new()
+            }
+        ),
     }
+}
+
+fn exit_line(
+    at: &str,
+    x: &nasprobe_proto::ProcessExit,
+    st: Option<&nasprobe_proto::ExitStatus>,
+    cpu_s: f64,
+) -> String {
+    format!(
+        "{at} {} (pid {}) {}, {:.0} s of CPU: {}",
+        x.process.comm.as_str(),
+        x.process.pid,
+        crate::exits::end_text(st, x.lifetime_ms),
+        cpu_s,
+        x.process.cmdline.as_str()
+    )
 }
 
 /// Groups a host's events into markers: never drops one, merges those that share a pixel.
@@ -108,7 +135,11 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
         _ => 4,
     };
     let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
-    for e in &data.events {
+    for e in data
+        .events
+        .iter()
+        .filter(|e| !matches!(e.event, Event::Connections(_)))
+    {
         let class = event_class(&e.event);
         let col = (ax.x(e.time_ms as f64) / 3.0).round() as i64;
         let m = groups.entry(col).or_insert_with(|| Marker {

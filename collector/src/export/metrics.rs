@@ -190,7 +190,7 @@ metrics! {
     LAST_SAMPLE = "nasprobe_last_sample_timestamp_seconds", Gauge, [],
         "Time of the newest stored sample (scrape endpoint only)", "";
     EVENT = "nasprobe_event", Gauge, ["kind", "process", "device"],
-        "1 at the time of an event (process_start, process_exit, link_change, agent_start, device_added); pushed and exported only",
+        "1 at the time of an event (process_start, process_exit, link_change, agent_start, device_added, exit_watch, kernel_message); pushed and exported only",
         "";
     PROCESS_LIFETIME = "nasprobe_process_exit_lifetime_seconds", Gauge, ["process"],
         "How long a process lived, at the time of its exit event; pushed and exported only", "";
@@ -508,33 +508,38 @@ fn emit_tcp(sink: &mut dyn Sink, host: &str, s: &Sample, ts: u64) {
 /// lifetime of an exited process.
 pub(crate) fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
     let kind = e.kind();
+    if let Some((x, _)) = e.as_exit() {
+        let comm = x.process.comm.as_str();
+        put(
+            sink,
+            EVENT,
+            &[("host", host), ("kind", kind), ("process", comm)],
+            1.0,
+            ts,
+        );
+        put(
+            sink,
+            PROCESS_LIFETIME,
+            &[("host", host), ("process", comm)],
+            x.lifetime_ms as f64 / 1000.0,
+            ts,
+        );
+        return;
+    }
     match e {
         Event::ProcessStart(p) => {
             let l = [("host", host), ("kind", kind), ("process", p.comm.as_str())];
             put(sink, EVENT, &l, 1.0, ts);
         }
-        Event::ProcessExit(x) => {
-            let comm = x.process.comm.as_str();
-            put(
-                sink,
-                EVENT,
-                &[("host", host), ("kind", kind), ("process", comm)],
-                1.0,
-                ts,
-            );
-            put(
-                sink,
-                PROCESS_LIFETIME,
-                &[("host", host), ("process", comm)],
-                x.lifetime_ms as f64 / 1000.0,
-                ts,
-            );
-        }
+        // Measurements kept in the store for the report, not events.
+        Event::ProcessExit(_) | Event::ProcessEnd(_) | Event::Connections(_) => {}
         Event::LinkChange(l) => {
             let l = [("host", host), ("kind", kind), ("device", l.nic.as_str())];
             put(sink, EVENT, &l, 1.0, ts);
         }
-        Event::AgentStart(_) => put(sink, EVENT, &[("host", host), ("kind", kind)], 1.0, ts),
+        Event::AgentStart(_) | Event::ExitWatch(_) | Event::KernelMessage(_) => {
+            put(sink, EVENT, &[("host", host), ("kind", kind)], 1.0, ts)
+        }
         Event::DeviceAdded(DeviceAdded::Disk(d)) | Event::DeviceAdded(DeviceAdded::Nic(d)) => {
             let l = [("host", host), ("kind", kind), ("device", d.as_str())];
             put(sink, EVENT, &l, 1.0, ts);

@@ -1,0 +1,379 @@
+//! The TCP connections of the top processes, and for a minute more of those that had some
+//! worth sending: a transfer that stalls (a peer gone quiet, a keepalive timing out) leaves
+//! the CPU top list just when its connections get interesting. `/proc/PID/fd` → socket inodes → one netlink
+//! sock_diag dump per address family (all TCP sockets with their `tcp_info`, matched by inode),
+//! or `/proc/net/tcp(6)` (addresses, state, queues, retransmits; no tcp_info) where sock_diag
+//! is refused or missing. Bounded: [`MAX_CONN_PROCS`] processes, [`FDS_PER_PROC`] descriptors
+//! each, [`nasprobe_proto::MAX_PROC_CONNS`] connections each; sparse on the wire (only active or troubled
+//! connections). Only on the kernel's own procfs (a generated tree has no sockets).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nasprobe_proto::{
+    Comm, Connections, Event, MAX_CONN_PROCS, ProcConnections, SockAddr, TcpConn,
+};
+
+use super::io::{self, Once, PathBuf64, Root};
+use crate::parse::tcp_conn::{
+    DiagItem, DiagSock, ProcTcp, dump_messages, dump_request, proc_net_tcp, socket_inode,
+};
+
+/// Descriptors looked at per process (a server with thousands of clients is cut here).
+pub const FDS_PER_PROC: usize = 1024;
+/// Datagrams read per dump (each holds tens of sockets).
+const DUMP_DGRAMS_MAX: usize = 256;
+const DGRAM_BUF: usize = 32 * 1024;
+/// A dump that does not end within this long is given up for this sample.
+const DUMP_TIMEOUT_MS: i64 = 100;
+/// Samples a process stays followed after it left the top list (with --interval 1000, a minute).
+const FOLLOW_SAMPLES: u32 = 60;
+
+pub struct Conns {
+    /// The sock_diag socket; None once refused (then /proc/net/tcp).
+    diag: Option<OwnedFd>,
+    tried: bool,
+    fds: Vec<u32>,
+    /// (inode, process index) of the top processes' sockets, sorted by inode.
+    inodes: Vec<(u32, u8)>,
+    dents: Box<[u8]>,
+    buf: Box<[u8]>,
+    path: PathBuf64,
+    seq: u32,
+    log_diag: Once,
+    /// Processes followed: (pid, comm, last sample they had connections worth sending).
+    followed: Vec<(u32, Comm, u32)>,
+    /// The chosen processes of this sample, with their connections as they are found.
+    work: Vec<ProcConnections>,
+    sample_no: u32,
+}
+
+fn diag_socket() -> Result<OwnedFd, std::io::Error> {
+    // SAFETY: plain socket(2); owned right below.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: (DUMP_TIMEOUT_MS * 1000) as libc::suseconds_t,
+    };
+    // SAFETY: setsockopt with a live timeval and its size.
+    unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const libc::timeval as *const libc::c_void,
+            size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    Ok(fd)
+}
+
+/// Worth sending: data moving, data waiting, or trouble (retransmits, backoff, probes).
+fn active(c: &TcpConn) -> bool {
+    c.send_queue > 0
+        || c.recv_queue > 0
+        || c.retransmits > 0
+        || c.info.is_some_and(|i| {
+            i.backoff > 0
+                || i.probes > 0
+                || i.last_data_sent_ms < 5_000
+                || i.last_data_recv_ms < 5_000
+        })
+}
+
+fn sock_addr(family_v6: bool, ip: &[u8; 16], port: u16) -> SockAddr {
+    let n = if family_v6 { 16 } else { 4 };
+    SockAddr {
+        addr: heapless::Vec::from_slice(&ip[..n]).unwrap_or_default(),
+        port,
+    }
+}
+
+fn from_diag(s: &DiagSock) -> TcpConn {
+    let v6 = s.family == libc::AF_INET6 as u8;
+    TcpConn {
+        local: sock_addr(v6, &s.local, s.local_port),
+        remote: sock_addr(v6, &s.remote, s.remote_port),
+        state: s.state,
+        send_queue: s.wqueue,
+        recv_queue: s.rqueue,
+        retransmits: s.info.map_or(0, |i| i.retransmits),
+        info: s.info.map(|i| i.info),
+    }
+}
+
+fn from_proc(t: &ProcTcp, v6: bool) -> TcpConn {
+    TcpConn {
+        local: sock_addr(v6, &t.local, t.local_port),
+        remote: sock_addr(v6, &t.remote, t.remote_port),
+        state: t.state,
+        send_queue: t.tx_queue,
+        recv_queue: t.rx_queue,
+        retransmits: t.retransmits.min(255) as u8,
+        info: None,
+    }
+}
+
+impl Conns {
+    pub fn new() -> Conns {
+        Conns {
+            diag: None,
+            tried: false,
+            fds: Vec::with_capacity(FDS_PER_PROC),
+            inodes: Vec::with_capacity(MAX_CONN_PROCS * FDS_PER_PROC),
+            dents: vec![0u8; 8 * 1024].into_boxed_slice(),
+            buf: vec![0u8; DGRAM_BUF].into_boxed_slice(),
+            path: PathBuf64::default(),
+            seq: 0,
+            log_diag: Once::default(),
+            followed: Vec::with_capacity(4 * MAX_CONN_PROCS + MAX_CONN_PROCS),
+            work: Vec::with_capacity(2 * MAX_CONN_PROCS),
+            sample_no: 0,
+        }
+    }
+
+    /// Which processes to look at: the top ones (at most MAX_CONN_PROCS, the agent itself
+    /// left out: its connections are its collectors), then up to as many of those followed
+    /// (that had connections worth sending within FOLLOW_SAMPLES samples), most recent first.
+    fn choose(&mut self, top: &[(u32, Comm)]) {
+        self.sample_no = self.sample_no.wrapping_add(1);
+        let now = self.sample_no;
+        let me = std::process::id();
+        self.followed
+            .retain(|f| now.wrapping_sub(f.2) <= FOLLOW_SAMPLES);
+        self.followed.sort_by_key(|f| std::cmp::Reverse(f.2));
+        self.followed.truncate(4 * MAX_CONN_PROCS);
+        self.work.clear();
+        let fresh = |pid: u32, comm: &Comm| ProcConnections {
+            pid,
+            comm: comm.clone(),
+            conns: heapless::Vec::new(),
+            more: 0,
+        };
+        for (pid, comm) in top.iter().filter(|t| t.0 != me).take(MAX_CONN_PROCS) {
+            self.work.push(fresh(*pid, comm));
+        }
+        for f in self.followed.iter().take(MAX_CONN_PROCS) {
+            if !self.work.iter().any(|w| w.pid == f.0) {
+                self.work.push(fresh(f.0, &f.1));
+            }
+        }
+    }
+
+    /// The connections of the chosen processes (see `choose`) as one `Connections` event of
+    /// at most MAX_CONN_PROCS processes (the top ones first), when any is worth sending.
+    pub fn sample(&mut self, root: &Root, top: &[(u32, Comm)], emit: &mut dyn FnMut(Event)) {
+        if !root.real {
+            return;
+        }
+        self.choose(top);
+        if self.work.is_empty() {
+            return;
+        }
+        self.inodes.clear();
+        let pids: Vec<u32> = self.work.iter().map(|w| w.pid).collect();
+        for (k, pid) in pids.into_iter().enumerate() {
+            self.socket_inodes(root, pid, k as u8);
+        }
+        if self.inodes.is_empty() {
+            return;
+        }
+        self.inodes.sort_unstable();
+        let mut out = std::mem::take(&mut self.work);
+        if !self.tried {
+            self.tried = true;
+            match diag_socket() {
+                Ok(fd) => self.diag = Some(fd),
+                Err(e) => log::warn!(
+                    "sock_diag unavailable ({e}): per-connection TCP from /proc/net/tcp, without tcp_info"
+                ),
+            }
+        }
+        let mut ok = false;
+        if self.diag.is_some() {
+            ok = self.dump(libc::AF_INET as u8, &mut out)
+                && self.dump(libc::AF_INET6 as u8, &mut out);
+            if !ok {
+                for p in out.iter_mut() {
+                    p.conns.clear();
+                    p.more = 0;
+                }
+            }
+        }
+        if !ok {
+            self.proc_net(root, c"net/tcp", false, &mut out);
+            self.proc_net(root, c"net/tcp6", true, &mut out);
+        }
+        let now = self.sample_no;
+        let mut ev = Connections {
+            procs: heapless::Vec::new(),
+        };
+        for p in out.drain(..).filter(|p| !p.conns.is_empty()) {
+            log::trace!(
+                "connections of {} [{}]: {} sent, {} more",
+                p.comm,
+                p.pid,
+                p.conns.len(),
+                p.more
+            );
+            match self.followed.iter_mut().find(|f| f.0 == p.pid) {
+                Some(f) => f.2 = now,
+                None => self.followed.push((p.pid, p.comm.clone(), now)),
+            }
+            let _ = ev.procs.push(p);
+        }
+        self.work = out;
+        if !ev.procs.is_empty() {
+            emit(Event::Connections(ev));
+        }
+    }
+
+    fn socket_inodes(&mut self, root: &Root, pid: u32, k: u8) {
+        self.path.clear().num(pid).bytes(b"/fd");
+        let Ok(dir) = io::open_raw(
+            root.fd(),
+            self.path.as_cstr(),
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        ) else {
+            return;
+        };
+        let mut fds = std::mem::take(&mut self.fds);
+        let _ = io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut fds, FDS_PER_PROC);
+        let mut link = [0u8; 64];
+        for &fd in &fds {
+            self.path.clear().num(fd);
+            if let Some(ino) =
+                readlink(dir.as_raw_fd(), self.path.as_cstr(), &mut link).and_then(socket_inode)
+            {
+                self.inodes.push((ino, k));
+            }
+        }
+        self.fds = fds;
+    }
+
+    fn add(&self, ino: u32, conn: TcpConn, out: &mut [ProcConnections]) {
+        let Ok(at) = self.inodes.binary_search_by_key(&ino, |x| x.0) else {
+            return;
+        };
+        let p = &mut out[self.inodes[at].1 as usize];
+        if !active(&conn) || p.conns.push(conn).is_err() {
+            p.more = p.more.saturating_add(1);
+        }
+    }
+
+    /// One sock_diag dump; false when it failed (refused, cut, timed out).
+    fn dump(&mut self, family: u8, out: &mut [ProcConnections]) -> bool {
+        let Some(fd) = self.diag.as_ref().map(|f| f.as_raw_fd()) else {
+            return false;
+        };
+        self.seq = self.seq.wrapping_add(1);
+        let req = dump_request(family, self.seq);
+        // SAFETY: sockaddr_nl is plain data; zeroed (pid 0) addresses the kernel.
+        let mut to: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        to.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        // SAFETY: sendto with a live buffer and address.
+        let r = unsafe {
+            libc::sendto(
+                fd,
+                req.as_ptr() as *const libc::c_void,
+                req.len(),
+                0,
+                &to as *const libc::sockaddr_nl as *const libc::sockaddr,
+                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            self.log_diag.warn(format_args!(
+                "sock_diag request: {}; using /proc/net/tcp",
+                std::io::Error::last_os_error()
+            ));
+            return false;
+        }
+        for _ in 0..DUMP_DGRAMS_MAX {
+            // SAFETY: recv into our own buffer of its length.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    self.buf.as_mut_ptr() as *mut libc::c_void,
+                    self.buf.len(),
+                    0,
+                )
+            };
+            if n <= 0 {
+                self.log_diag.warn(format_args!(
+                    "sock_diag dump: {}; using /proc/net/tcp",
+                    std::io::Error::last_os_error()
+                ));
+                return false;
+            }
+            let buf = std::mem::take(&mut self.buf);
+            let mut end = None;
+            for m in dump_messages(&buf[..n as usize]) {
+                match m {
+                    Ok(DiagItem::Sock(s)) => self.add(s.inode, from_diag(&s), out),
+                    Ok(DiagItem::Done) => end = Some(true),
+                    Ok(DiagItem::Error(e)) => {
+                        self.log_diag.warn(format_args!(
+                            "sock_diag refused: {}; using /proc/net/tcp",
+                            std::io::Error::from_raw_os_error(e as i32)
+                        ));
+                        end = Some(false);
+                    }
+                    Err(e) => {
+                        self.log_diag
+                            .warn(format_args!("sock_diag dump: {e}; using /proc/net/tcp"));
+                        end = Some(false);
+                    }
+                }
+            }
+            self.buf = buf;
+            if let Some(ok) = end {
+                return ok;
+            }
+        }
+        false
+    }
+
+    fn proc_net(
+        &mut self,
+        root: &Root,
+        rel: &std::ffi::CStr,
+        v6: bool,
+        out: &mut [ProcConnections],
+    ) {
+        let mut buf = std::mem::take(&mut self.buf);
+        if let Ok(b) = root.read_once(rel, &mut buf) {
+            for t in proc_net_tcp(b).flatten() {
+                self.add(t.inode, from_proc(&t, v6), out);
+            }
+        }
+        self.buf = buf;
+    }
+}
+
+/// readlinkat into `buf`; None when it is not a link or longer than the buffer.
+fn readlink<'b>(dir: RawFd, rel: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    // SAFETY: readlinkat into our own buffer of its length.
+    let n = unsafe {
+        libc::readlinkat(
+            dir,
+            rel.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+        )
+    };
+    if n <= 0 || n as usize >= buf.len() {
+        return None;
+    }
+    Some(&buf[..n as usize])
+}
