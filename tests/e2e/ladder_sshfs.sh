@@ -52,25 +52,7 @@ done
 nn_agent nas 10.252.0.2 --interval 500 --nice 0 --link-speed vnas=$MBIT
 
 # --- sshd on the NAS, sshfs on the desktop ----------------------------------------------------
-ssh-keygen -q -t ed25519 -N '' -f "$T/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$T/id"
-cp "$T/id.pub" "$T/authorized_keys"
-cat >"$T/sshd_config" <<CFG
-Port $PORT
-ListenAddress 10.252.0.2
-HostKey $T/host_key
-AuthorizedKeysFile $T/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile $T/sshd.pid
-Subsystem sftp internal-sftp
-CFG
-mkdir -p /run/sshd
-nn_bg nas "$T/sshd.out" /usr/sbin/sshd -D -f "$T/sshd_config" -E "$T/sshd.log"
-nn_wait_port nas 10.252.0.2 $PORT || nn_fail "sshd does not listen"
+nn_sshd nas 10.252.0.2 $PORT "Subsystem sftp internal-sftp"
 nn_run desk sshfs -p $PORT -o IdentityFile="$T/id" -o StrictHostKeyChecking=no \
     -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o cache=no \
     "root@10.252.0.2:$SHARE" "$MNT" || nn_fail "sshfs mount failed"

@@ -73,25 +73,8 @@ nn_agent src 10.251.0.1 --interval 500 --nice 0
 nn_agent dst 10.251.0.2 --interval 500 --nice 0
 
 # --- sshd on dst ----------------------------------------------------------------------------
-ssh-keygen -q -t ed25519 -N '' -f "$T/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$T/id"
-cp "$T/id.pub" "$T/authorized_keys"
-cat >"$T/sshd_config" <<CFG
-Port $PORT
-ListenAddress 10.251.0.2
-HostKey $T/host_key
-AuthorizedKeysFile $T/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-Compression yes
-PidFile $T/sshd.pid
-CFG
-mkdir -p /run/sshd
-nn_bg dst "$T/sshd.out" "${RT[@]}" /usr/sbin/sshd -D -f "$T/sshd_config" -E "$T/sshd.log"
-nn_wait_port dst 10.251.0.2 $PORT || nn_fail "sshd does not listen"
+NN_SSHD_PREFIX=("${RT[@]}")
+nn_sshd dst 10.251.0.2 $PORT "Compression yes"
 
 # --- data: one 128 MiB random file, hard-linked many times ----------------------------------
 head -c 128M /dev/urandom >"$DATA/src/f000"

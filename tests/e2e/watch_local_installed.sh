@@ -4,25 +4,13 @@
 # this machine's figures and `q` must quit with 0; with the agent missing, one line says how to get
 # it and the exit status is 1.
 #
-#   tests/e2e/watch_local_installed.sh      build (release) and run
+#   tests/e2e/watch_local_installed.sh      build (debug) and run
 #   NASPROBE_BIN_DIR=DIR ...                use binaries from DIR
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "watch_local_installed: $*"; }
-fail() {
-    echo "watch_local_installed: FAIL: $*" >&2
-    [[ -f ${TMP:-/nonexistent}/pane.txt ]] && cat "$TMP/pane.txt" >&2
-    exit 1
-}
+E2E_NAME=watch_local_installed
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 command -v tmux >/dev/null || fail "tmux is missing (apt-get install tmux)"
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
 TMP="$(mktemp -d /tmp/nasprobe-installed.XXXXXX)"
 SESSION="nasprobe-installed-$$"
 cleanup() {
@@ -30,9 +18,14 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
+# fail, with the last captured screen.
+pane_fail() {
+    [[ -f $TMP/pane.txt ]] && cat "$TMP/pane.txt" >&2
+    fail "$@"
+}
 
 mkdir -p "$TMP/bin" "$TMP/home"
-cp "$BIN/nasprobe" "$BIN/nasprobe-agent" "$TMP/bin/"
+cp "$NP" "$AGENT" "$TMP/bin/"
 # Only the system's own folders: no ~/.cargo/bin, no target dir.
 CLEAN_PATH=/usr/sbin:/usr/bin:/sbin:/bin
 if env PATH=$CLEAN_PATH bash -c 'command -v cargo' >/dev/null; then
@@ -53,14 +46,14 @@ for _ in $(seq 1 60); do
         break
     fi
 done
-[[ -n $ok ]] || fail "the local panel did not show this machine's figures"
+[[ -n $ok ]] || pane_fail "the local panel did not show this machine's figures"
 tmux send-keys -t "$SESSION" q
 for _ in $(seq 1 40); do
     sleep 0.25
     tmux capture-pane -p -t "$SESSION" >"$TMP/pane.txt"
     grep -q 'WATCH-EXIT=' "$TMP/pane.txt" && break
 done
-grep -q 'WATCH-EXIT=0' "$TMP/pane.txt" || fail "q did not quit cleanly"
+grep -q 'WATCH-EXIT=0' "$TMP/pane.txt" || pane_fail "q did not quit cleanly"
 tmux kill-session -t "$SESSION" 2>/dev/null || true
 pgrep -f "$TMP/bin/nasprobe-agent" >/dev/null && fail "the local agent outlived watch"
 say "watch --local from a copy of the two binaries: ok"
@@ -76,4 +69,4 @@ grep -q 'cargo build --release -p nasprobe-agent' "$TMP/err.txt" ||
     fail "the error does not say how to get the agent: $(cat "$TMP/err.txt")"
 [[ $(wc -l <"$TMP/err.txt") -le 2 ]] || fail "more than one line of error: $(cat "$TMP/err.txt")"
 say "without the agent: $(head -1 "$TMP/err.txt")"
-say "PASS in $SECONDS s"
+say "PASS in $((SECONDS - START)) s"

@@ -13,6 +13,8 @@
 #   nn_agent NAME ADDR ARGS...      start nasprobe-agent ($AGENT) there, --name NAME, listening
 #                                   on ADDR:7451, token $NN_TMP/token, log $NN_TMP/agent-NAME.log
 #   nn_wait_port NAME ADDR PORT     wait (bounded) until something listens on ADDR:PORT there
+#   nn_sshd NAME ADDR PORT [LINE..] sshd there (root by key $NN_TMP/id, extra sshd_config LINEs;
+#                                   started through NN_SSHD_PREFIX, e.g. (chrt -r 10))
 #   nn_cleanup                      kill every process of every host (killing a pidns init kills
 #                                   the whole namespace), delete the netns, remove the temp dir
 #
@@ -141,6 +143,36 @@ nn_agent() {
         cat "$NN_TMP/agent-$h.out" "$NN_TMP/agent-$h.log" 2>/dev/null
         nn_fail "agent on $h does not listen"
     }
+}
+
+# sshd on host NAME listening on ADDR:PORT, root logging in with the key $NN_TMP/id; more
+# sshd_config lines may follow. Its log is $NN_TMP/sshd.log.
+NN_SSHD_PREFIX=()
+nn_sshd() {
+    local h=$1 addr=$2 port=$3 line
+    shift 3
+    ssh-keygen -q -t ed25519 -N '' -f "$NN_TMP/host_key"
+    ssh-keygen -q -t ed25519 -N '' -f "$NN_TMP/id"
+    cp "$NN_TMP/id.pub" "$NN_TMP/authorized_keys"
+    {
+        cat <<CFG
+Port $port
+ListenAddress $addr
+HostKey $NN_TMP/host_key
+AuthorizedKeysFile $NN_TMP/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile $NN_TMP/sshd.pid
+CFG
+        for line in "$@"; do echo "$line"; done
+    } >"$NN_TMP/sshd_config"
+    mkdir -p /run/sshd
+    nn_bg "$h" "$NN_TMP/sshd.out" "${NN_SSHD_PREFIX[@]}" /usr/sbin/sshd -D -f "$NN_TMP/sshd_config" \
+        -E "$NN_TMP/sshd.log"
+    nn_wait_port "$h" "$addr" "$port" || nn_fail "sshd does not listen on $addr:$port"
 }
 
 # Pids (as seen from here) of the processes in host NAME's pid namespace.
