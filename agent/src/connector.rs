@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use crate::parse::cn_proc::{self, ProcEvent};
 
 /// Receive buffer asked for (SO_RCVBUFFORCE as root, else SO_RCVBUF capped by rmem_max): one
-/// message is 76 bytes of payload (~0.8 KiB with skb overhead), so 1 MiB holds ~1,300
-/// events between two wake-ups.
-const RCVBUF: libc::c_int = 1 << 20;
+/// message is 76 bytes of payload (~0.8 KiB with skb overhead), so 4 MiB holds ~5,000 events:
+/// the server reads at most twice an interval.
+const RCVBUF: libc::c_int = 4 << 20;
 /// One datagram holds one message; 1 KiB leaves room for future event sizes.
 const DGRAM_BUF: usize = 1024;
 

@@ -44,8 +44,7 @@ cleanup() {
     if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
-head -c 32 /dev/urandom >"$T/token"
-chmod 600 "$T/token"
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$T/token" && echo >>"$T/token")
 ln -s "$(command -v sleep)" "$T/np15victim"
 ln -s "$(command -v sh)" "$T/np15exit"
 # (the interpreter itself: python3 on PATH may be a wrapper script, e.g. a pyenv shim)

@@ -40,8 +40,7 @@ cleanup() {
     if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
-head -c 32 /dev/urandom >"$T/token"
-chmod 600 "$T/token"
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$T/token" && echo >>"$T/token")
 ln -s "$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')" "$T/np15net"
 ln -s "$T/np15net" "$T/np15sink"
 

@@ -152,6 +152,8 @@ pub(crate) struct Procs {
     pending: Vec<(u32, Option<(u32, u64)>)>,
     /// Announced pids left to the next full scan because `pending` was full.
     pub pending_dropped: u32,
+    /// Announced pids that ended before a sample read them, since the last sample.
+    short_kernel: u32,
     log_stat: Once,
     log_full: Once,
     log_slots: Once,
@@ -201,6 +203,7 @@ impl Procs {
             untracked_exits: 0,
             pending: Vec::with_capacity(PENDING_PIDS),
             pending_dropped: 0,
+            short_kernel: 0,
             log_stat: Once::default(),
             log_full: Once::default(),
             log_slots: Once::default(),
@@ -228,8 +231,13 @@ impl Procs {
                 p.exit_raw = exit_raw;
                 p.exit_ns = exit_ns;
             }
-            Err(_) => match self.pending.iter_mut().find(|p| p.0 == pid) {
-                Some(p) => p.1 = Some((exit_raw, exit_ns)),
+            // Announced and gone before a sample read it (a build's compiler runs, a fork
+            // storm): counted as short-lived, not read (it lived less than one interval).
+            Err(_) => match self.pending.iter().position(|p| p.0 == pid) {
+                Some(k) => {
+                    self.pending.swap_remove(k);
+                    self.short_kernel = self.short_kernel.saturating_add(1);
+                }
                 None => self.untracked_exits = self.untracked_exits.saturating_add(1),
             },
         }
@@ -393,7 +401,7 @@ impl Procs {
             }
             return;
         }
-        out.short_lived = short_lived;
+        out.short_lived = short_lived + std::mem::take(&mut self.short_kernel);
         self.select_top();
         // Start events: processes that reached the minimum lifetime or are in the top.
         for i in 0..self.table.len() {
