@@ -442,3 +442,28 @@ fn sock_diag_and_proc_net_tcp_capture_of_this_machine() {
     let pc = lines.iter().find(|l| l.remote_port == 47351).unwrap();
     assert_eq!(pc.inode, client.inode);
 }
+
+/// The generated 3.10 and 4.4 trees print /proc/PID/stat as those kernels do (and as testkit
+/// renders it): 52 fields since 3.5. The damaged files (1600 truncated, 1700 garbage) aside.
+#[test]
+fn generated_pid_stats_have_the_kernels_52_fields() {
+    for tree in [V310, V44] {
+        let mut n = 0;
+        for e in std::fs::read_dir(data(&format!("{tree}/proc"))).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.chars().all(|c| c.is_ascii_digit()) || name == "1600" || name == "1700" {
+                continue;
+            }
+            let text = std::fs::read_to_string(e.path().join("stat")).unwrap();
+            let after_comm = text.rsplit_once(')').unwrap().1;
+            assert_eq!(
+                after_comm.split_whitespace().count() + 2,
+                52,
+                "{tree}/proc/{name}/stat"
+            );
+            n += 1;
+        }
+        assert!(n >= 3, "{tree}: {n} processes");
+    }
+}

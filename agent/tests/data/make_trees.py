@@ -12,7 +12,8 @@ Sources of the formats (the kernel's own printers):
   (32 bits on armv7).
 - /proc/net/dev: net/core/net-procfs.c; /proc/net/snmp and netstat: net/ipv4/proc.c
   (field lists of the matching release).
-- /proc/PID/stat: fs/proc/array.c do_task_stat (52 fields on 4.4, 44 on 3.10).
+- /proc/PID/stat: fs/proc/array.c do_task_stat (52 fields on 3.10 and 4.4: 3.3 and 3.5 appended
+  the data/brk/arg/env bounds and exit_code; testkit renders the same 52).
 - sysfs: Documentation/ABI/testing/sysfs-block, sysfs-class-net, sysfs-class-net-bonding, md.txt.
 """
 import os
@@ -86,7 +87,7 @@ kernel source files each one follows); values are invented but shaped like a dua
 over `sda1`+`sdb1`) and one GbE port `egiga0` (the Marvell driver's name).
 
 What makes it 3.10: no MemAvailable (the agent estimates it), 14-field diskstats, per-zone
-`pgscan_direct_*` and one `allocstall` in vmstat, 44-field /proc/PID/stat, ram0-15 listed in
+`pgscan_direct_*` and one `allocstall` in vmstat, 52-field /proc/PID/stat, ram0-15 listed in
 diskstats, 32-bit `unsigned long` counters: `sda` sectors written and `egiga0` rx bytes sit just
 below 2^32 and `*.next` files hold the same files one second later, after the wrap.
 
@@ -237,8 +238,8 @@ egiga0:4294000000 3123123    0   12    0     0          0      1231 912312312 20
         (1501, "a) b (c", "S", 1500, 12, 3, 1, 11200100, b"rsync\0--server\0-vlogDtpre.iLsfxC\0--password=hunter2\0.\0/mnt/HD/HD_a2/\0"),
     ]
     for pid, comm, st, ppid, ut, stt, th, start, cmd in procs:
-        w(root, f"proc/{pid}/stat", pidstat(pid, comm, st, ppid, ut, stt, th, start, 44))
-        w(root, f"proc/{pid}/task/{pid}/stat", pidstat(pid, comm, st, ppid, ut, stt, 1, start, 44))
+        w(root, f"proc/{pid}/stat", pidstat(pid, comm, st, ppid, ut, stt, th, start))
+        w(root, f"proc/{pid}/task/{pid}/stat", pidstat(pid, comm, st, ppid, ut, stt, 1, start))
         w(root, f"proc/{pid}/cmdline", cmd.decode("latin1"))
         w(root, f"proc/{pid}/schedstat", f"{(ut + stt) * 10000000} {pid * 1000} {pid}\n")
     w(root, "proc/1600/stat", pidstat(1600, "truncated", "S", 1, 1, 1, 1, 5)[:40])
