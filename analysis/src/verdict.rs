@@ -70,7 +70,7 @@ pub struct Flow {
 
 /// The kind of resource a candidate (and the verdict) is about. Serialized as the report's
 /// strings: "cpu_thread", "cpu_all", "disk", "nic", "memory", and "none" for no wall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resource {
     CpuThread,
@@ -78,6 +78,7 @@ pub enum Resource {
     Disk,
     Nic,
     Memory,
+    #[default]
     None,
 }
 
