@@ -23,17 +23,9 @@ use nasprobe::testing::{
 };
 use nasprobe_proto::frame::{LEN_PREFIX, decode_body};
 use nasprobe_proto::*;
+use nasprobe_testkit::big_stack;
 
 const TOKEN: &[u8] = b"0123456789abcdef0123456789abcdef";
-
-fn big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .unwrap()
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p));
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
