@@ -200,3 +200,220 @@ fn damaged_files_are_survived() {
     assert!(near(n.rx_bytes as f64, 22.5e6, 0.02));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes `host`'s tree at t=1 s and returns where.
+fn tree(host: &Host, tag: &str) -> std::path::PathBuf {
+    let dir = tempfile_dir(tag);
+    let mut sim = HostSim::new(host, 7, 1_764_000_000);
+    sim.advance_to(1.0);
+    TreeWriter::create(&dir).unwrap().write(&sim).unwrap();
+    dir
+}
+
+fn read(dir: &Path, rel: &str) -> Vec<u8> {
+    std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The value of `name` in a rendered /proc/vmstat.
+fn vmstat_value(buf: &[u8], name: &str) -> Option<u64> {
+    String::from_utf8_lossy(buf).lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == name).then(|| v.trim().parse().unwrap())
+    })
+}
+
+/// The parsers over a 3.10 tree as testkit renders it, including the comm names that break
+/// naive parsing, reclaim counted per zone, and damaged files.
+#[test]
+fn linux_3_10_parsers() {
+    use nasprobe_agent::parse::{ParseError, cpu, disk, mem, net, pid, sysfs};
+    let host = nas(Kernel::K3_10)
+        .swap(
+            nasprobe_testkit::Swap::new(40.0, 90.0)
+                .allocstall(3.0)
+                .pgscan(500.0, 900.0),
+        )
+        .process(Process::new(901, "(sd-pam)").ppid(1))
+        .process(Process::new(1500, "sh").ppid(1))
+        .process(Process::new(1501, "a) b (c").ppid(1500));
+    let dir = tree(&host, "parsers-310");
+
+    let mut st = cpu::ProcStat::default();
+    cpu::parse_stat(&read(&dir, "proc/stat"), &mut st).unwrap();
+    assert_eq!(st.cpus.len(), 2);
+    assert!(st.total.is_some() && st.processes.is_some());
+
+    let m = mem::parse_meminfo(&read(&dir, "proc/meminfo")).unwrap();
+    assert_eq!(m.available, None, "3.10 has no MemAvailable");
+    let est = mem::estimate_available(&m, Some(4096)).unwrap();
+    let (free, total) = (m.free.unwrap(), m.total.unwrap());
+    assert!(
+        est < total && est + 6144 >= free.min(est + 6144),
+        "{est} of {total}"
+    );
+
+    let vm = read(&dir, "proc/vmstat");
+    let v = mem::parse_vmstat(&vm).unwrap();
+    let zones: u64 = String::from_utf8_lossy(&vm)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(k, _)| k.starts_with("pgscan_direct_") && *k != "pgscan_direct_throttle")
+        .map(|(_, v)| v.trim().parse::<u64>().unwrap())
+        .sum();
+    assert!(zones > 0 && vmstat_value(&vm, "pgscan_direct").is_none());
+    assert_eq!(
+        v.pgscan_direct,
+        Some(zones),
+        "the zones summed, throttle left out"
+    );
+    assert_eq!(v.allocstall, vmstat_value(&vm, "allocstall"));
+
+    let ds = read(&dir, "proc/diskstats");
+    let lines: Vec<_> = disk::diskstats(&ds).map(|l| l.unwrap()).collect();
+    assert!(lines.iter().any(|l| l.name == b"sda2") && lines.iter().any(|l| l.name == b"md1"));
+    let fields = String::from_utf8_lossy(&ds)
+        .lines()
+        .map(|l| l.split_whitespace().count())
+        .max();
+    assert_eq!(fields, Some(14), "3.10 prints 14 diskstats fields");
+
+    let nd = read(&dir, "proc/net/dev");
+    let dev: Vec<_> = net::net_dev(&nd).map(|l| l.unwrap()).collect();
+    assert!(dev.iter().any(|l| l.name == b"egiga0"));
+    let mut t = net::TcpCounters::default();
+    net::parse_snmp(&read(&dir, "proc/net/snmp"), &mut t).unwrap();
+    net::parse_netstat(&read(&dir, "proc/net/netstat"), &mut t).unwrap();
+    assert!(t.retrans_segs.is_some() && t.timeouts.is_some() && t.listen_drops.is_some());
+
+    let p = pid::parse_pid_stat(&read(&dir, "proc/901/stat")).unwrap();
+    assert_eq!(p.comm(), b"(sd-pam)");
+    let text = read(&dir, "proc/1501/stat");
+    let p = pid::parse_pid_stat(&text).unwrap();
+    assert_eq!((p.comm(), p.ppid), (&b"a) b (c"[..], 1500));
+    // The kernel's (and testkit's) 52 fields since 3.5.
+    let after = String::from_utf8_lossy(&text)
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .to_string();
+    assert_eq!(after.split_whitespace().count() + 2, 52);
+    let cut = text.iter().position(|&b| b == b')').unwrap() + 3;
+    assert!(matches!(
+        pid::parse_pid_stat(&text[..cut]),
+        Err(ParseError::Truncated(_))
+    ));
+    assert!(pid::parse_pid_stat(b"\x00\xffgarbage (((\n").is_err());
+    assert!(sysfs::parse_duplex(b"sideways\n").is_err());
+    // lo's speed reads empty on 3.10.
+    assert_eq!(
+        sysfs::parse_speed(b""),
+        Err(ParseError::Truncated("empty speed"))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Synology DSM style 4.4 box: four disks in three md arrays, a bond, a `btrfs send` with
+/// its resume token on the command line; a damaged diskstats line and a netstat cut after its
+/// header.
+#[test]
+fn linux_4_4_synology_inventory_and_damage() {
+    use nasprobe_agent::parse::{disk, net, pid};
+    let drives = ["sda", "sdb", "sdc", "sdd"];
+    let mut host = Host::new("ds918", Kernel::K4_4)
+        .cores(4)
+        .memory(Memory::new(4096.0, 820.0, 2600.0).swap(2047.0, 2047.0))
+        .nic(Nic::new("eth0").speed(1000).tx(97.0))
+        .nic(Nic::new("eth1").speed(1000))
+        .nic(Nic::new("bond0").bond(&["eth0", "eth1"]))
+        .process(Process::new(1, "init").cmdline(&["/sbin/init"]).ppid(0))
+        .process(
+            Process::new(15234, "btrfs")
+                .cmdline(&[
+                    "btrfs",
+                    "send",
+                    "-p",
+                    "/volume1/@sharesnap/data/GMT+01-2026.11.29-02.00.03",
+                    "/volume1/@sharesnap/data/GMT+01-2026.11.30-02.00.03",
+                    "-k",
+                    "{token}",
+                ])
+                .token(28_399_387)
+                .thread(Thread::new(45.0)),
+        );
+    for d in drives {
+        host = host.disk(
+            Disk::new(d)
+                .rotational(true)
+                .rw(25.0, 0.5)
+                .util(20.0)
+                .partitions(3),
+        );
+    }
+    let part = |n: u32| -> Vec<String> { drives.iter().map(|d| format!("{d}{n}")).collect() };
+    let (p1, p2, p3) = (part(1), part(2), part(3));
+    let mk = |name: &str, level: &str, m: &[String]| {
+        let names: Vec<&str> = m.iter().map(String::as_str).collect();
+        MdArray::new(name, level, &names)
+    };
+    // Every array with some traffic: the inventory lists block devices that were ever used.
+    host = host
+        .md(mk("md0", "raid1", &p1).rw(0.1, 0.1))
+        .md(mk("md1", "raid1", &p2).rw(0.1, 0.2))
+        .md(mk("md2", "raid5", &p3));
+
+    let dir = tree(&host, "synology-44");
+    // Damage: one garbage diskstats line, a netstat cut after its header.
+    let mut ds = read(&dir, "proc/diskstats");
+    ds.extend_from_slice(b"  65  0 sdq 12 x 9\n");
+    let all: Vec<_> = disk::diskstats(&ds).collect();
+    assert_eq!(all.iter().filter(|l| l.is_err()).count(), 1, "the sdq line");
+    let ns = read(&dir, "proc/net/netstat");
+    let header = ns.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut t = net::TcpCounters::default();
+    assert!(
+        net::parse_netstat(&ns[..header], &mut t).is_err(),
+        "cut after the header"
+    );
+
+    let mut c = heapless::String::<256>::new();
+    pid::format_cmdline(
+        &read(&dir, "proc/15234/cmdline"),
+        pid::DEFAULT_REDACT.iter().copied(),
+        256,
+        &mut c,
+    );
+    assert!(
+        c.starts_with("btrfs send -p /volume1/@sharesnap/data/"),
+        "{c}"
+    );
+    assert!(c.ends_with(" -k 28399387"), "the resume token is kept: {c}");
+
+    let (h, s, _) = sample_over(&host, &dir, |d| {
+        std::fs::write(d.join("proc/net/netstat"), &ns[..header]).unwrap();
+    });
+    assert_eq!(
+        (h.kernel_release.as_str(), h.cpu_count),
+        (Kernel::K4_4.release(), 4)
+    );
+    let disks: Vec<&str> = h.disks.iter().map(|d| d.name.as_str()).collect();
+    for d in ["sda", "sdb", "sdc", "sdd", "md0", "md1", "md2"] {
+        assert!(disks.contains(&d), "{d} in {disks:?}");
+    }
+    let md2 = h.md_arrays.iter().find(|m| m.name == "md2").unwrap();
+    let members: Vec<&str> = md2.members.iter().map(|m| m.as_str()).collect();
+    assert_eq!((md2.level.as_str(), members), ("raid5", drives.to_vec()));
+    let nics: Vec<&str> = h.nics.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(nics, ["eth0", "eth1", "bond0"]);
+    let bond = &h.nics[2];
+    let slaves: Vec<&str> = bond.slaves.iter().map(|m| m.as_str()).collect();
+    assert!(bond.is_bond && slaves == ["eth0", "eth1"], "{bond:?}");
+    let tcp = s.tcp.unwrap();
+    assert_eq!(
+        (tcp.timeouts, tcp.timeout_aborts),
+        (None, None),
+        "netstat truncated: unknown, not zero"
+    );
+    assert!(!s.memory.unwrap().available_estimated);
+    assert_eq!(s.cpus.len(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
