@@ -25,12 +25,10 @@ pub use writer::TreeWriter;
 /// Runs a test body on a thread with a big stack, passing its panic on: a decoded protocol
 /// `Message` is ~35 KB (fixed-capacity lists) and debug builds keep several copies of it on
 /// the stack.
-pub fn big_stack(f: impl FnOnce() + Send + 'static) {
+pub fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     let h = std::thread::Builder::new()
         .stack_size(64 << 20)
         .spawn(f)
         .expect("spawn a test thread");
-    if let Err(e) = h.join() {
-        std::panic::resume_unwind(e);
-    }
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
