@@ -424,49 +424,140 @@ pub(crate) const SMOOTH_MIN_POINTS: f64 = 5.0;
 /// the true rate. A bucket never spans a hole in the data (more than 3 intervals without a
 /// sample: a gap or an agent restart).
 pub(crate) fn smooth(s: &HostSeries) -> HostSeries {
-    let n = s.points.len();
-    let ivs: Vec<f64> = s.points.iter().map(|p| p.interval_ms).collect();
-    let typical = crate::stats::median(&ivs).unwrap_or(1000.0);
-    let span = SMOOTH_MIN_SPAN_MS.max(SMOOTH_MIN_POINTS * typical);
-    // Buckets as ranges of point indices.
-    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut start = 0;
-    let mut acc = 0.0;
-    for i in 0..n {
-        if i > start {
-            let dt = s.points[i].time_ms.saturating_sub(s.points[i - 1].time_ms) as f64;
-            if dt > 3.0 * typical.max(s.points[i].interval_ms) {
-                groups.push(start..i);
-                start = i;
+    let b = Buckets::of(s);
+    HostSeries {
+        name: s.name.clone(),
+        points: b
+            .groups
+            .iter()
+            .map(|g| Point {
+                time_ms: s.points[g.end - 1].time_ms,
+                interval_ms: g.clone().map(|i| b.w(i)).sum(),
+            })
+            .collect(),
+        cpu_count: s.cpu_count,
+        page_size: s.page_size,
+        clk_tck: s.clk_tck,
+        cpu_busy: b.map(&s.cpu_busy, Buckets::wmean),
+        cpu_iowait: b.map(&s.cpu_iowait, Buckets::wmean),
+        core_busy: b.cores(&s.core_busy),
+        run_queue: b.map(&s.run_queue, Buckets::wmean),
+        threads: s
+            .threads
+            .iter()
+            .map(|(k, t)| {
+                let t = ThreadSeries {
+                    frac: b.map(&t.frac, Buckets::wmean),
+                    ..t.clone()
+                };
+                (k.clone(), t)
+            })
+            .collect(),
+        procs: s
+            .procs
+            .iter()
+            .map(|(k, p)| {
+                let p = ProcSeries {
+                    cores: b.map(&p.cores, Buckets::wmean),
+                    run_delay_frac: b.map(&p.run_delay_frac, Buckets::wmean),
+                    ..p.clone()
+                };
+                (k.clone(), p)
+            })
+            .collect(),
+        disks: s
+            .disks
+            .iter()
+            .map(|(k, d)| (k.clone(), b.disk(d)))
+            .collect(),
+        nics: s.nics.iter().map(|(k, x)| (k.clone(), b.nic(x))).collect(),
+        mem: b.mem(&s.mem),
+        tcp: TcpSeries {
+            retrans: b.map(&s.tcp.retrans, Buckets::total),
+            resets: b.map(&s.tcp.resets, Buckets::total),
+            timeouts: b.map(&s.tcp.timeouts, Buckets::total),
+        },
+        mounts: s
+            .mounts
+            .iter()
+            .map(|(k, v)| (k.clone(), b.map(v, Buckets::last)))
+            .collect(),
+        agent_cpu: b.map(&s.agent_cpu, Buckets::wmean),
+        undecodable: s.undecodable.clone(),
+    }
+}
+
+type Range = std::ops::Range<usize>;
+
+/// The buckets of [`smooth`] as ranges of point indices, and how a series is merged over them.
+struct Buckets<'a> {
+    s: &'a HostSeries,
+    groups: Vec<Range>,
+}
+
+impl<'a> Buckets<'a> {
+    fn of(s: &'a HostSeries) -> Buckets<'a> {
+        let n = s.points.len();
+        let ivs: Vec<f64> = s.points.iter().map(|p| p.interval_ms).collect();
+        let typical = crate::stats::median(&ivs).unwrap_or(1000.0);
+        let span = SMOOTH_MIN_SPAN_MS.max(SMOOTH_MIN_POINTS * typical);
+        let mut groups: Vec<Range> = Vec::new();
+        let mut start = 0;
+        let mut acc = 0.0;
+        for i in 0..n {
+            if i > start {
+                let dt = s.points[i].time_ms.saturating_sub(s.points[i - 1].time_ms) as f64;
+                if dt > 3.0 * typical.max(s.points[i].interval_ms) {
+                    groups.push(start..i);
+                    start = i;
+                    acc = 0.0;
+                }
+            }
+            acc += s.points[i].interval_ms;
+            if acc >= span {
+                groups.push(start..i + 1);
+                start = i + 1;
                 acc = 0.0;
             }
         }
-        acc += s.points[i].interval_ms;
-        if acc >= span {
-            groups.push(start..i + 1);
-            start = i + 1;
-            acc = 0.0;
+        if start < n {
+            // A short tail joins the bucket before it when there is one without a hole between.
+            match groups.last_mut() {
+                Some(g) if g.end == start && acc < span / 2.0 => g.end = n,
+                _ => groups.push(start..n),
+            }
         }
+        Buckets { s, groups }
     }
-    if start < n {
-        // A short tail joins the bucket before it when there is one without a hole between.
-        match groups.last_mut() {
-            Some(g) if g.end == start && acc < span / 2.0 => g.end = n,
-            _ => groups.push(start..n),
-        }
+
+    /// Weight of point `i`: its interval.
+    fn w(&self, i: usize) -> f64 {
+        self.s.points[i].interval_ms
     }
-    let w = |i: usize| s.points[i].interval_ms;
-    let wmean = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+
+    fn map(&self, v: &[f64], f: fn(&Self, &[f64], &Range) -> f64) -> Vec<f64> {
+        self.groups.iter().map(|g| f(self, v, g)).collect()
+    }
+
+    /// Time-weighted mean of the known values of `at(i)` over the bucket.
+    fn wmean_of(&self, g: &Range, at: impl Fn(usize) -> Option<f64>) -> f64 {
         let (mut sum, mut dur) = (0.0, 0.0);
         for i in g.clone() {
-            if let Some(x) = v.get(i).filter(|x| x.is_finite()) {
-                sum += x * w(i);
-                dur += w(i);
+            if let Some(x) = at(i).filter(|x| x.is_finite()) {
+                sum += x * self.w(i);
+                dur += self.w(i);
             }
         }
         if dur > 0.0 { sum / dur } else { f64::NAN }
-    };
-    let total = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+    }
+
+    /// Time-weighted mean of the known values (rates and fractions).
+    fn wmean(&self, v: &[f64], g: &Range) -> f64 {
+        self.wmean_of(g, |i| v.get(i).copied())
+    }
+
+    /// Sum of the known values (counts).
+    fn total(&self, v: &[f64], g: &Range) -> f64 {
         let f: Vec<f64> = g
             .clone()
             .filter_map(|i| v.get(i).copied().filter(|x| x.is_finite()))
@@ -476,164 +567,90 @@ pub(crate) fn smooth(s: &HostSeries) -> HostSeries {
         } else {
             f.iter().sum()
         }
-    };
-    let last = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+    }
+
+    /// The last known value (levels).
+    fn last(&self, v: &[f64], g: &Range) -> f64 {
         g.clone()
             .rev()
             .filter_map(|i| v.get(i).copied())
             .find(|x| x.is_finite())
             .unwrap_or(f64::NAN)
-    };
-    let lowest = |v: &[f64], g: &std::ops::Range<usize>| -> f64 {
+    }
+
+    /// The lowest known value.
+    fn lowest(&self, v: &[f64], g: &Range) -> f64 {
         g.clone()
             .filter_map(|i| v.get(i).copied())
             .filter(|x| x.is_finite())
             .fold(f64::NAN, f64::min)
-    };
-    let map = |v: &[f64], f: &dyn Fn(&[f64], &std::ops::Range<usize>) -> f64| -> Vec<f64> {
-        groups.iter().map(|g| f(v, g)).collect()
-    };
-    let last_bool = |v: &[bool], g: &std::ops::Range<usize>, dflt: bool| -> bool {
-        g.clone()
-            .rev()
-            .find_map(|i| v.get(i).copied())
-            .unwrap_or(dflt)
-    };
-    let cores = s.core_busy.iter().map(Vec::len).max().unwrap_or(0);
-    HostSeries {
-        name: s.name.clone(),
-        points: groups
-            .iter()
-            .map(|g| Point {
-                time_ms: s.points[g.end - 1].time_ms,
-                interval_ms: g.clone().map(w).sum(),
-            })
-            .collect(),
-        cpu_count: s.cpu_count,
-        page_size: s.page_size,
-        clk_tck: s.clk_tck,
-        cpu_busy: map(&s.cpu_busy, &wmean),
-        cpu_iowait: map(&s.cpu_iowait, &wmean),
-        core_busy: groups
+    }
+
+    /// Per bucket, the time-weighted mean of each core.
+    fn cores(&self, core_busy: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let cores = core_busy.iter().map(Vec::len).max().unwrap_or(0);
+        self.groups
             .iter()
             .map(|g| {
                 (0..cores)
-                    .map(|c| {
-                        let (mut sum, mut dur) = (0.0, 0.0);
-                        for i in g.clone() {
-                            if let Some(x) = s
-                                .core_busy
-                                .get(i)
-                                .and_then(|r| r.get(c))
-                                .filter(|x| x.is_finite())
-                            {
-                                sum += x * w(i);
-                                dur += w(i);
-                            }
-                        }
-                        if dur > 0.0 { sum / dur } else { f64::NAN }
-                    })
+                    .map(|c| self.wmean_of(g, |i| core_busy.get(i).and_then(|r| r.get(c)).copied()))
                     .collect()
             })
-            .collect(),
-        run_queue: map(&s.run_queue, &wmean),
-        threads: s
-            .threads
-            .iter()
-            .map(|(k, t)| {
-                (
-                    k.clone(),
-                    ThreadSeries {
-                        frac: map(&t.frac, &wmean),
-                        present: t.present,
-                        last_pid: t.last_pid,
-                        last_tid: t.last_tid,
-                    },
-                )
-            })
-            .collect(),
-        procs: s
-            .procs
-            .iter()
-            .map(|(k, p)| {
-                (
-                    k.clone(),
-                    ProcSeries {
-                        cores: map(&p.cores, &wmean),
-                        run_delay_frac: map(&p.run_delay_frac, &wmean),
-                        ..p.clone()
-                    },
-                )
-            })
-            .collect(),
-        disks: s
-            .disks
-            .iter()
-            .map(|(k, d)| {
-                (
-                    k.clone(),
-                    DiskSeries {
-                        is_md: d.is_md,
-                        rotational: d.rotational,
-                        util: map(&d.util, &wmean),
-                        await_ms: map(&d.await_ms, &wmean),
-                        queue: map(&d.queue, &wmean),
-                        read_bps: map(&d.read_bps, &wmean),
-                        write_bps: map(&d.write_bps, &wmean),
-                    },
-                )
-            })
-            .collect(),
-        nics: s
-            .nics
-            .iter()
-            .map(|(k, x)| {
-                (
-                    k.clone(),
-                    NicSeries {
-                        rx_bps: map(&x.rx_bps, &wmean),
-                        tx_bps: map(&x.tx_bps, &wmean),
-                        speed_bps: map(&x.speed_bps, &last),
-                        full_duplex: groups
-                            .iter()
-                            .map(|g| last_bool(&x.full_duplex, g, true))
-                            .collect(),
-                        up: groups
-                            .iter()
-                            .map(|g| g.clone().all(|i| x.up.get(i).copied().unwrap_or(false)))
-                            .collect(),
-                        errors_ps: map(&x.errors_ps, &wmean),
-                        drops_ps: map(&x.drops_ps, &wmean),
-                        mtu: x.mtu,
-                        is_bond: x.is_bond,
-                        slaves: x.slaves.clone(),
-                        speed_configured: x.speed_configured,
-                    },
-                )
-            })
-            .collect(),
-        mem: MemSeries {
-            total_kib: map(&s.mem.total_kib, &last),
-            available_kib: map(&s.mem.available_kib, &lowest),
-            available_estimated: s.mem.available_estimated,
-            swap_used_kib: map(&s.mem.swap_used_kib, &last),
-            swap_in_ps: map(&s.mem.swap_in_ps, &wmean),
-            swap_out_ps: map(&s.mem.swap_out_ps, &wmean),
-            major_faults_ps: map(&s.mem.major_faults_ps, &wmean),
-            alloc_stalls_ps: map(&s.mem.alloc_stalls_ps, &wmean),
-            direct_scan_ps: map(&s.mem.direct_scan_ps, &wmean),
-        },
-        tcp: TcpSeries {
-            retrans: map(&s.tcp.retrans, &total),
-            resets: map(&s.tcp.resets, &total),
-            timeouts: map(&s.tcp.timeouts, &total),
-        },
-        mounts: s
-            .mounts
-            .iter()
-            .map(|(k, v)| (k.clone(), map(v, &last)))
-            .collect(),
-        agent_cpu: map(&s.agent_cpu, &wmean),
-        undecodable: s.undecodable.clone(),
+            .collect()
+    }
+
+    fn disk(&self, d: &DiskSeries) -> DiskSeries {
+        DiskSeries {
+            is_md: d.is_md,
+            rotational: d.rotational,
+            util: self.map(&d.util, Self::wmean),
+            await_ms: self.map(&d.await_ms, Self::wmean),
+            queue: self.map(&d.queue, Self::wmean),
+            read_bps: self.map(&d.read_bps, Self::wmean),
+            write_bps: self.map(&d.write_bps, Self::wmean),
+        }
+    }
+
+    fn nic(&self, x: &NicSeries) -> NicSeries {
+        NicSeries {
+            rx_bps: self.map(&x.rx_bps, Self::wmean),
+            tx_bps: self.map(&x.tx_bps, Self::wmean),
+            speed_bps: self.map(&x.speed_bps, Self::last),
+            full_duplex: self
+                .groups
+                .iter()
+                .map(|g| {
+                    g.clone()
+                        .rev()
+                        .find_map(|i| x.full_duplex.get(i).copied())
+                        .unwrap_or(true)
+                })
+                .collect(),
+            up: self
+                .groups
+                .iter()
+                .map(|g| g.clone().all(|i| x.up.get(i).copied().unwrap_or(false)))
+                .collect(),
+            errors_ps: self.map(&x.errors_ps, Self::wmean),
+            drops_ps: self.map(&x.drops_ps, Self::wmean),
+            mtu: x.mtu,
+            is_bond: x.is_bond,
+            slaves: x.slaves.clone(),
+            speed_configured: x.speed_configured,
+        }
+    }
+
+    fn mem(&self, m: &MemSeries) -> MemSeries {
+        MemSeries {
+            total_kib: self.map(&m.total_kib, Self::last),
+            available_kib: self.map(&m.available_kib, Self::lowest),
+            available_estimated: m.available_estimated,
+            swap_used_kib: self.map(&m.swap_used_kib, Self::last),
+            swap_in_ps: self.map(&m.swap_in_ps, Self::wmean),
+            swap_out_ps: self.map(&m.swap_out_ps, Self::wmean),
+            major_faults_ps: self.map(&m.major_faults_ps, Self::wmean),
+            alloc_stalls_ps: self.map(&m.alloc_stalls_ps, Self::wmean),
+            direct_scan_ps: self.map(&m.direct_scan_ps, Self::wmean),
+        }
     }
 }

@@ -70,7 +70,7 @@ pub struct Flow {
 
 /// The kind of resource a candidate (and the verdict) is about. Serialized as the report's
 /// strings: "cpu_thread", "cpu_all", "disk", "nic", "memory", and "none" for no wall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resource {
     CpuThread,
@@ -78,6 +78,7 @@ pub enum Resource {
     Disk,
     Nic,
     Memory,
+    #[default]
     None,
 }
 
@@ -347,57 +348,69 @@ fn busiest_processes(s: &HostSeries, idx: &[usize]) -> String {
     format!("; busiest: {}", list.join(", "))
 }
 
-/// All candidates of one host over the active points.
+/// All candidates of one host over the active points: its hottest thread, all cores, its
+/// busiest disk and NIC, and memory.
 pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
-    let mut out = Vec::new();
-    let h = &s.name;
     let busy = median(&pick(&s.cpu_busy, idx)).unwrap_or(0.0);
-    let cores = s.cpu_count.max(1);
+    let mut out = Vec::new();
+    out.extend(thread_candidate(s, idx, busy));
+    out.push(cpu_all_candidate(s, idx, busy));
+    out.extend(disk_candidate(s, idx));
+    out.extend(nic_candidate(s, idx));
+    out.push(memory_candidate(s, idx));
+    out
+}
 
-    // One thread.
+/// The hottest thread against one core (`busy`: all cores together, for the sentence).
+fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidate> {
+    let h = &s.name;
+    let cores = s.cpu_count.max(1);
     let hottest = s
         .threads
         .iter()
         .map(|(k, t)| (k, t, median(&pick(&t.frac, idx)).unwrap_or(0.0)))
         .max_by(|a, b| a.2.total_cmp(&b.2));
-    if let Some((k, t, frac)) = hottest {
-        let frac = frac.min(1.0);
-        let peak = max(&pick(&t.frac, idx)).unwrap_or(frac).min(1.0);
-        let proc_cores = s
-            .procs
-            .get(&k.process)
-            .and_then(|p| median(&pick(&p.cores, idx)))
-            .unwrap_or(frac);
-        let thread_desc = if k.thread == k.process {
-            format!("one thread of `{}`", k.process)
-        } else {
-            format!("thread `{}` of `{}`", k.thread, k.process)
-        };
-        out.push(Candidate {
-            host: h.clone(),
-            resource: Resource::CpuThread,
-            device: None,
-            process: Some(k.process.clone()),
-            thread: (k.thread != k.process).then(|| k.thread.clone()),
-            utilization: round2(frac),
-            score: frac,
-            wall: frac >= THREAD_WALL,
-            lone: proc_cores < LONE_THREAD_CORES,
-            sentence: format!(
-                "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
-                if t.last_tid != 0 && t.last_tid != t.last_pid {
-                    format!("pid {}, tid {}", t.last_pid, t.last_tid)
-                } else {
-                    format!("pid {}", t.last_pid)
-                },
-                pct(frac),
-                pct(peak),
-                pct(busy)
-            ),
-        });
-    }
+    let (k, t, frac) = hottest?;
+    let frac = frac.min(1.0);
+    let peak = max(&pick(&t.frac, idx)).unwrap_or(frac).min(1.0);
+    let proc_cores = s
+        .procs
+        .get(&k.process)
+        .and_then(|p| median(&pick(&p.cores, idx)))
+        .unwrap_or(frac);
+    let thread_desc = if k.thread == k.process {
+        format!("one thread of `{}`", k.process)
+    } else {
+        format!("thread `{}` of `{}`", k.thread, k.process)
+    };
+    Some(Candidate {
+        host: h.clone(),
+        resource: Resource::CpuThread,
+        device: None,
+        process: Some(k.process.clone()),
+        thread: (k.thread != k.process).then(|| k.thread.clone()),
+        utilization: round2(frac),
+        score: frac,
+        wall: frac >= THREAD_WALL,
+        lone: proc_cores < LONE_THREAD_CORES,
+        sentence: format!(
+            "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
+            if t.last_tid != 0 && t.last_tid != t.last_pid {
+                format!("pid {}, tid {}", t.last_pid, t.last_tid)
+            } else {
+                format!("pid {}", t.last_pid)
+            },
+            pct(frac),
+            pct(peak),
+            pct(busy)
+        ),
+    })
+}
 
-    // All cores.
+/// All cores together.
+fn cpu_all_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Candidate {
+    let h = &s.name;
+    let cores = s.cpu_count.max(1);
     let per_core: Vec<f64> = (0..cores)
         .map(|c| {
             let v: Vec<f64> = idx
@@ -409,7 +422,7 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
         .collect();
     let core_max = max(&per_core).unwrap_or(0.0);
     let core_min = per_core.iter().copied().fold(f64::INFINITY, f64::min);
-    out.push(Candidate {
+    Candidate {
         host: h.clone(),
         resource: Resource::CpuAll,
         device: None,
@@ -427,9 +440,12 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             median(&pick(&s.run_queue, idx)).unwrap_or(0.0),
             busiest_processes(s, idx)
         ),
-    });
+    }
+}
 
-    // Disks: md arrays are judged by their members, so only real disks compete.
+/// The busiest disk. md arrays are judged by their members, so only real disks compete.
+fn disk_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
+    let h = &s.name;
     let mut disk_best: Option<(String, f64, f64, f64)> = None;
     let mut utils = Vec::new();
     for (name, d) in &s.disks {
@@ -448,44 +464,46 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             disk_best = Some((name.clone(), util, aw, q));
         }
     }
-    if let Some((name, util, aw, q)) = disk_best {
-        let lo = utils.iter().copied().fold(f64::INFINITY, f64::min);
-        let md_of = s
-            .disks
-            .iter()
-            .filter(|(_, d)| d.is_md)
-            .map(|(n, _)| n.clone())
-            .collect::<Vec<_>>();
-        let md_note = if md_of.is_empty() {
-            String::new()
-        } else {
-            format!(" (md arrays {} judged by their members)", md_of.join(", "))
-        };
-        let range = if utils.len() > 1 && lo.is_finite() {
-            format!("{}-{}", pct(lo), pct(util))
-        } else {
-            pct(util)
-        };
-        out.push(Candidate {
-            host: h.clone(),
-            resource: Resource::Disk,
-            device: Some(name.clone()),
-            process: None,
+    let (name, util, aw, q) = disk_best?;
+    let lo = utils.iter().copied().fold(f64::INFINITY, f64::min);
+    let md_of = s
+        .disks
+        .iter()
+        .filter(|(_, d)| d.is_md)
+        .map(|(n, _)| n.clone())
+        .collect::<Vec<_>>();
+    let md_note = if md_of.is_empty() {
+        String::new()
+    } else {
+        format!(" (md arrays {} judged by their members)", md_of.join(", "))
+    };
+    let range = if utils.len() > 1 && lo.is_finite() {
+        format!("{}-{}", pct(lo), pct(util))
+    } else {
+        pct(util)
+    };
+    Some(Candidate {
+        host: h.clone(),
+        resource: Resource::Disk,
+        device: Some(name.clone()),
+        process: None,
         thread: None,
-            utilization: round2(util),
-            score: util,
-            wall: util >= DISK_WALL,
-            lone: false,
-            sentence: format!(
-                "{h}: disks at {range} util{md_note}; busiest {name} at {}, await {:.1} ms, queue {:.1}",
-                pct(util),
-                aw,
-                q
-            ),
-        });
-    }
+        utilization: round2(util),
+        score: util,
+        wall: util >= DISK_WALL,
+        lone: false,
+        sentence: format!(
+            "{h}: disks at {range} util{md_note}; busiest {name} at {}, await {:.1} ms, queue {:.1}",
+            pct(util),
+            aw,
+            q
+        ),
+    })
+}
 
-    // NICs.
+/// The busiest physical NIC against its link.
+fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
+    let h = &s.name;
     let mut nic_best: Option<(String, f64, f64, f64)> = None;
     for (name, n) in &s.nics {
         if is_virtual_nic(name) || n.is_bond {
@@ -505,62 +523,68 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             nic_best = Some((name.clone(), key, rate, speed));
         }
     }
-    if let Some((name, util, rate, speed)) = nic_best {
-        let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
-        let util = util.max(0.0);
-        let over_link = util > NIC_OVER_LINK;
-        let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
-        let speed_txt = if speed > 0.0 {
-            // One decimal on slow links: 11.5 of 12.5 MB/s, not "11 of 12".
-            let d = usize::from(speed < 100.0 * MB);
-            format!(
-                "{:.d$} MB/s of {:.d$} ({:.d$} practical; link {} Mb/s)",
-                rate / MB,
-                speed / MB,
-                speed * NIC_PRACTICAL / MB,
-                (speed * 8.0 / 1e6).round()
-            )
-        } else {
-            format!("{:.0} MB/s (link speed unknown)", rate / MB)
-        };
-        out.push(Candidate {
-            host: h.clone(),
-            resource: Resource::Nic,
-            device: Some(name.clone()),
-            process: None,
-            thread: None,
-            utilization: round2(util),
-            score: if over_link { 0.0 } else { util / NIC_PRACTICAL },
-            wall: !over_link && (util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL)),
-            lone: false,
-            sentence: format!(
-                "{h}: {name} at {speed_txt}, {} of the link{}",
-                pct(util),
-                if over_link {
-                    format!(
-                        " — more than the link can carry: its stated speed ({} Mb/s{}) is not \
-                         its ceiling (a virtual link), so it is not the wall",
-                        (speed * 8.0 / 1e6).round(),
-                        if configured { ", set by --link-speed" } else { "" }
-                    )
-                } else if slow_link && configured {
-                    format!(
-                        " — a {} Mb/s link (speed set by --link-speed)",
-                        (speed * 8.0 / 1e6).round()
-                    )
-                } else if slow_link {
-                    format!(
-                        " — negotiated at {} Mb/s, below gigabit: check the cable, the switch port and autonegotiation",
-                        (speed * 8.0 / 1e6).round()
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-        });
-    }
+    let (name, util, rate, speed) = nic_best?;
+    let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
+    let util = util.max(0.0);
+    let over_link = util > NIC_OVER_LINK;
+    let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
+    let speed_txt = if speed > 0.0 {
+        // One decimal on slow links: 11.5 of 12.5 MB/s, not "11 of 12".
+        let d = usize::from(speed < 100.0 * MB);
+        format!(
+            "{:.d$} MB/s of {:.d$} ({:.d$} practical; link {} Mb/s)",
+            rate / MB,
+            speed / MB,
+            speed * NIC_PRACTICAL / MB,
+            (speed * 8.0 / 1e6).round()
+        )
+    } else {
+        format!("{:.0} MB/s (link speed unknown)", rate / MB)
+    };
+    Some(Candidate {
+        host: h.clone(),
+        resource: Resource::Nic,
+        device: Some(name.clone()),
+        process: None,
+        thread: None,
+        utilization: round2(util),
+        score: if over_link { 0.0 } else { util / NIC_PRACTICAL },
+        wall: !over_link && (util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL)),
+        lone: false,
+        sentence: format!(
+            "{h}: {name} at {speed_txt}, {} of the link{}",
+            pct(util),
+            if over_link {
+                format!(
+                    " — more than the link can carry: its stated speed ({} Mb/s{}) is not \
+                     its ceiling (a virtual link), so it is not the wall",
+                    (speed * 8.0 / 1e6).round(),
+                    if configured {
+                        ", set by --link-speed"
+                    } else {
+                        ""
+                    }
+                )
+            } else if slow_link && configured {
+                format!(
+                    " — a {} Mb/s link (speed set by --link-speed)",
+                    (speed * 8.0 / 1e6).round()
+                )
+            } else if slow_link {
+                format!(
+                    " — negotiated at {} Mb/s, below gigabit: check the cable, the switch port and autonegotiation",
+                    (speed * 8.0 / 1e6).round()
+                )
+            } else {
+                String::new()
+            }
+        ),
+    })
+}
 
-    // Memory: swapping or reclaim stalls that stall the work.
+/// Memory: swapping or reclaim stalls that stall the work.
+fn memory_candidate(s: &HostSeries, idx: &[usize]) -> Candidate {
+    let h = &s.name;
     let swap_ps = median(&pick(&s.mem.swap_in_ps, idx)).unwrap_or(0.0)
         + median(&pick(&s.mem.swap_out_ps, idx)).unwrap_or(0.0);
     let stalls = median(&pick(&s.mem.alloc_stalls_ps, idx)).unwrap_or(0.0);
@@ -574,13 +598,17 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     };
     let swapping = swap_ps >= SWAP_WALL_PAGES_PS || (stalls > 0.0 && swap_ps > 0.0);
     let storm = swap_ps >= SWAP_STORM_PAGES_PS || (stalls >= STORM_STALLS_PS && swap_ps > 0.0);
-    out.push(Candidate {
+    Candidate {
         host: h.clone(),
         resource: Resource::Memory,
         device: None,
         process: None,
         thread: None,
-        utilization: round2(if swapping { used_frac.max(0.9) } else { used_frac }),
+        utilization: round2(if swapping {
+            used_frac.max(0.9)
+        } else {
+            used_frac
+        }),
         // A storm beats every other wall; light swapping ranks just above the thresholds of
         // the others, so a thread or disk clearly at its ceiling is still named first.
         score: if storm {
@@ -606,8 +634,7 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
             majflt,
             stalls
         ),
-    });
-    out
+    }
 }
 
 /// Names the wall among all hosts' candidates.

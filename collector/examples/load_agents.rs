@@ -19,15 +19,13 @@
 //! `make-store`: writes `hosts` × `hours` × 3600 s / interval samples through the store API
 //! (batches of 1000, as the collector's store task does), ending now, for `nasprobe report`.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nasprobe::store::{Item, Store};
-use nasprobe::testing::{exit_event, nas_hello, nas_sample};
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_frame};
-use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
+use nasprobe::testing::{agent_handshake, exit_event, nas_hello, nas_sample};
 use nasprobe_proto::*;
 
 use nasprobe_proto::time::now_ms;
@@ -148,29 +146,13 @@ impl Agent {
         let mut agent_nonce = [0u8; 32];
         agent_nonce[..8].copy_from_slice(&self.instance_id.to_le_bytes());
         agent_nonce[8..16].copy_from_slice(&now_ms().to_le_bytes());
-        let mut hs = AgentHandshake::new(agent_nonce);
-        send(&mut c, &mut buf, &hs.challenge())?;
-        let r = loop {
-            match hs.on_message(token, &recv(&mut c)?) {
-                Ok(AgentAction::SendAuthOk(ok)) => {
-                    send(&mut c, &mut buf, &Message::AuthOk(ok))?;
-                    let newest = self.newest();
-                    let mut hello = nas_hello(self.instance_id, self.started_ms, self.interval_ms);
-                    hello.now_ms = now_ms();
-                    hello.oldest_seq = if newest > 0 { 1 } else { 0 };
-                    hello.newest_seq = newest;
-                    send(&mut c, &mut buf, &Message::Hello(hello))?;
-                }
-                Ok(AgentAction::Resume(r)) => break r,
-                // A fake agent runs no tests: it closes.
-                Ok(AgentAction::Test(_)) => return Ok(()),
-                Ok(AgentAction::Nothing) => {}
-                Err(e) => {
-                    let mut reason = heapless::String::new();
-                    let _ = reason.push_str(&e.to_string());
-                    return send(&mut c, &mut buf, &Message::Refused(Refused { reason }));
-                }
-            }
+        let newest = self.newest();
+        let mut hello = nas_hello(self.instance_id, self.started_ms, self.interval_ms);
+        hello.now_ms = now_ms();
+        hello.oldest_seq = if newest > 0 { 1 } else { 0 };
+        hello.newest_seq = newest;
+        let Some(r) = agent_handshake(&mut c, token, &hello, agent_nonce)? else {
+            return Ok(());
         };
         let mut next = if r.instance_id == self.instance_id {
             r.after_seq + 1
@@ -196,27 +178,6 @@ impl Agent {
                 std::thread::sleep(due - now);
             }
         }
-    }
-}
-
-fn send(c: &mut TcpStream, buf: &mut [u8], m: &Message) -> std::io::Result<()> {
-    let n = encode_frame(m, buf).map_err(std::io::Error::other)?;
-    c.write_all(&buf[..n])
-}
-
-fn recv(c: &mut TcpStream) -> std::io::Result<Message> {
-    let mut len = [0u8; LEN_PREFIX];
-    c.read_exact(&mut len)?;
-    let n = u32::from_le_bytes(len) as usize;
-    if n > MAX_CLIENT_FRAME_LEN {
-        return Err(std::io::Error::other("frame too long"));
-    }
-    let mut frame = len.to_vec();
-    frame.resize(LEN_PREFIX + n, 0);
-    c.read_exact(&mut frame[LEN_PREFIX..])?;
-    match decode_frame(&frame, MAX_CLIENT_FRAME_LEN) {
-        Ok(Some((m, _))) => Ok(m),
-        _ => Err(std::io::Error::other("bad frame")),
     }
 }
 

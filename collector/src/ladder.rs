@@ -505,7 +505,7 @@ fn step_title(name: &str) -> &'static str {
 fn wall_text(w: &Option<serde_json::Value>) -> Option<String> {
     let w = w.as_ref()?;
     let res = w.get("resource")?.as_str()?;
-    if res == "none" {
+    if res == nasprobe_analysis::verdict::Resource::None.as_str() {
         return Some("no wall on the NAS side".into());
     }
     let host = w.get("host").and_then(|h| h.as_str()).unwrap_or("?");

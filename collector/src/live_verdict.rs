@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nasprobe_analysis::Report;
+use nasprobe_analysis::verdict::Resource;
 
 use crate::store::Store;
 
@@ -22,8 +23,8 @@ pub(crate) const REFRESH: Duration = Duration::from_secs(3);
 pub struct Banner {
     /// The report's first line ("Verdict: the wall is on dst: ...").
     pub verdict: String,
-    /// `bottleneck.resource` ("none" when nothing is near a ceiling).
-    pub resource: String,
+    /// `bottleneck.resource` (`Resource::None` when nothing is near a ceiling).
+    pub resource: Resource,
     /// The host of the wall, if any.
     pub wall_host: Option<String>,
     /// "src → dst 97 MB/s sustained, excellent on 1 GbE", when a flow was found.
@@ -42,7 +43,7 @@ impl Banner {
         let b = &r.bottleneck;
         Banner {
             verdict: nasprobe_analysis::text::verdict_line(r),
-            resource: b.resource.to_string(),
+            resource: b.resource,
             wall_host: b.host.clone(),
             flow: r.flow.as_ref().map(|f| {
                 let ends = match (&f.from, &f.to) {

@@ -142,7 +142,7 @@ pub fn disk(
 
 fn wall_sentence(w: &serde_json::Value) -> Option<String> {
     let res = w.get("resource")?.as_str()?;
-    if res == "none" {
+    if res == nasprobe_analysis::verdict::Resource::None.as_str() {
         return Some("no wall found on the host meanwhile".into());
     }
     let what = w

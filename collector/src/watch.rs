@@ -8,6 +8,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::sync::Arc;
+
+use nasprobe_analysis::verdict::Resource;
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::Hello;
@@ -119,11 +121,14 @@ fn banner_lines(b: Option<Result<Banner, String>>) -> Vec<(String, bool)> {
                     )
                 })
                 .unwrap_or_default();
-            v.push((format!("{}{gathering}", b.verdict), b.resource != "none"));
+            v.push((
+                format!("{}{gathering}", b.verdict),
+                b.resource != Resource::None,
+            ));
             if let Some(f) = &b.flow {
                 v.push((format!("flow: {f}"), false));
             }
-            if b.resource == "none" {
+            if b.resource == Resource::None {
                 if let Some(r) = b.ruled_out.first() {
                     let more = b.ruled_out.len() - 1;
                     let more = if more > 0 {

@@ -10,18 +10,9 @@ use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
 use nasprobe::store::{REASON_RING, Store};
 use nasprobe::testing::{FakeAgent, FakeHistory};
+use nasprobe_testkit::big_stack;
 
 const TOKEN: &[u8] = b"0123456789abcdef0123456789abcdef";
-
-/// Decoded messages are large (fixed-capacity lists): debug builds need a big stack.
-fn big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .unwrap()
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p));
-}
 
 #[test]
 fn wrong_token_is_a_typed_error_naming_the_host() {

@@ -25,18 +25,10 @@ use nasprobe::conn::{Collector, EVENTS_PER_INTERVAL, HostLive, Target};
 use nasprobe::hosts::HostSpec;
 use nasprobe::store::Store;
 use nasprobe::testing::{Attack, HostileAgent, absurd_values, hostile_hello};
+use nasprobe_testkit::big_stack;
 
 const NP: &str = env!("CARGO_BIN_EXE_nasprobe");
 const TOKEN: &[u8] = b"0123456789abcdef0123456789abcdef";
-
-fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .unwrap()
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p))
-}
 
 /// Runs a collector against one hostile agent until `done` holds for its live state (or 20 s),
 /// returns the database path and the host's final live state.

@@ -9,7 +9,7 @@
 //! is not valid (every stored sample passes `validate::check_sample`); rejected records are gaps
 //! with reason `rejected: ...`, so `check` finds no hole.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,21 +18,14 @@ use std::time::{Duration, Instant};
 use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
 use nasprobe::store::Store;
-use nasprobe::testing::{FakeAgent, FakeHistory, exit_event, nas_hello, nas_sample};
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_body, decode_frame};
-use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
+use nasprobe::testing::{
+    FakeAgent, FakeHistory, agent_handshake, exit_event, nas_hello, nas_sample,
+};
+use nasprobe_proto::frame::{LEN_PREFIX, decode_body};
 use nasprobe_proto::*;
+use nasprobe_testkit::big_stack;
 
 const TOKEN: &[u8] = b"0123456789abcdef0123456789abcdef";
-
-fn big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .unwrap()
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p));
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
@@ -61,22 +54,6 @@ fn raw_frame(body: &[u8]) -> Vec<u8> {
     let mut f = (body.len() as u32).to_le_bytes().to_vec();
     f.extend_from_slice(body);
     f
-}
-
-fn recv(c: &mut TcpStream) -> std::io::Result<Message> {
-    let mut len = [0u8; LEN_PREFIX];
-    c.read_exact(&mut len)?;
-    let n = u32::from_le_bytes(len) as usize;
-    if n > MAX_CLIENT_FRAME_LEN {
-        return Err(std::io::Error::other("too long"));
-    }
-    let mut f = len.to_vec();
-    f.resize(LEN_PREFIX + n, 0);
-    c.read_exact(&mut f[LEN_PREFIX..])?;
-    match decode_frame(&f, MAX_CLIENT_FRAME_LEN) {
-        Ok(Some((m, _))) => Ok(m),
-        _ => Err(std::io::Error::other("bad frame")),
-    }
 }
 
 fn record(seq: u64, body: RecordBody) -> Message {
@@ -156,33 +133,24 @@ fn cpus_4096_frame(seq: u64) -> Vec<u8> {
 
 fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()> {
     c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut hs = AgentHandshake::new([9u8; 32]);
     if mode == Mode::FutureFrame {
-        let mut f = frame(&hs.challenge());
+        let challenge = Message::Challenge(Challenge {
+            agent_nonce: [9u8; 32],
+        });
+        let mut f = frame(&challenge);
         f[LEN_PREFIX] = PROTOCOL_VERSION + 1;
         c.write_all(&f)?;
         std::thread::sleep(Duration::from_secs(1));
         return Ok(());
     }
-    c.write_all(&frame(&hs.challenge()))?;
-    let r = loop {
-        match hs.on_message(TOKEN, &recv(&mut c)?) {
-            Ok(AgentAction::SendAuthOk(ok)) => {
-                c.write_all(&frame(&Message::AuthOk(ok)))?;
-                let mut hello = nas_hello(INSTANCE, 1_700_000_000_000, 1000);
-                if mode == Mode::FutureHello {
-                    hello.protocol_version = PROTOCOL_VERSION + 1;
-                }
-                hello.oldest_seq = 1;
-                hello.newest_seq = 10;
-                c.write_all(&frame(&Message::Hello(hello)))?;
-            }
-            Ok(AgentAction::Resume(r)) => break r,
-            // A fake agent runs no tests: it closes.
-            Ok(AgentAction::Test(_)) => return Ok(()),
-            Ok(AgentAction::Nothing) => {}
-            Err(_) => return Ok(()),
-        }
+    let mut hello = nas_hello(INSTANCE, 1_700_000_000_000, 1000);
+    if mode == Mode::FutureHello {
+        hello.protocol_version = PROTOCOL_VERSION + 1;
+    }
+    hello.oldest_seq = 1;
+    hello.newest_seq = 10;
+    let Some(r) = agent_handshake(&mut c, TOKEN, &hello, [9u8; 32])? else {
+        return Ok(());
     };
     let mut seq = if r.instance_id == INSTANCE {
         r.after_seq + 1

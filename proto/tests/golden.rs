@@ -792,16 +792,7 @@ mod handshake {
     const CLIENT_MAC: &str = "9218d9ca4a9fb1a27bea61ecb31482a098b3154b0b157a2da26d23a649e1b72c";
     const AGENT_MAC: &str = "2cd18a255b843db869ed5247aad43dea3d91c8c8bd7c289db1a5aee22f69f5e2";
 
-    /// Messages are fixed-capacity and large (a `Record` holds a whole `Sample`): debug builds
-    /// need more than the test thread's stack for a few of them.
-    fn big_stack(f: impl FnOnce() + Send + 'static) {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn(f)
-            .unwrap()
-            .join()
-            .unwrap();
-    }
+    use nasprobe_testkit::big_stack;
 
     fn unhex(h: &str) -> std::vec::Vec<u8> {
         (0..h.len())

@@ -808,7 +808,7 @@ impl Swap {
         self.allocstall_s = s;
         self
     }
-    pub(crate) fn pgscan(mut self, direct_s: f64, kswapd_s: f64) -> Self {
+    pub fn pgscan(mut self, direct_s: f64, kswapd_s: f64) -> Self {
         self.pgscan_direct_s = direct_s;
         self.pgscan_kswapd_s = kswapd_s;
         self

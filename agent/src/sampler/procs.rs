@@ -717,7 +717,7 @@ impl Procs {
                         start_ticks: p.start,
                     },
                     lifetime_ms,
-                    cpu_ticks: p.utime + p.stime,
+                    cpu_ticks: p.utime.saturating_add(p.stime),
                 },
                 status,
             }));

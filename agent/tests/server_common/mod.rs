@@ -375,14 +375,4 @@ pub fn read_contiguous(c: &mut Conn, first: u64, until: u64) -> Vec<Record> {
     out
 }
 
-/// Runs a test body on a thread with a big stack: a decoded `Message` is ~35 KB and debug
-/// builds keep several copies of it on the stack.
-pub fn big_stack(f: impl FnOnce() + Send + 'static) {
-    let h = std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .unwrap();
-    if let Err(e) = h.join() {
-        std::panic::resume_unwind(e);
-    }
-}
+pub use nasprobe_testkit::big_stack;

@@ -602,9 +602,9 @@ enum DiskRow {
     Disk(String),
 }
 
-/// Util % (area) and await (line) per disk, members of md arrays grouped under their array.
-pub fn disk(c: &HostCtx) -> (String, String) {
-    let mut o = String::new();
+/// The rows of the disk chart: md arrays as headers with their members under them, arrays of
+/// unknown members, then the other active disks; and the names of the idle ones.
+fn disk_rows(c: &HostCtx) -> (Vec<DiskRow>, Vec<String>) {
     let active = |name: &str| {
         c.s.disks.get(name).is_some_and(|d| {
             d.util.iter().any(|x| *x > 0.0)
@@ -670,6 +670,77 @@ pub fn disk(c: &HostCtx) -> (String, String) {
         rows.push(DiskRow::Header("other disks".into()));
     }
     rows.extend(others);
+    (rows, idle)
+}
+
+/// One disk's row at `yy`: util area, await line (0..`amax` ms), its figures and hover text.
+fn disk_row(o: &mut String, c: &HostCtx, name: &str, yy: f64, rh: f64, amax: f64) {
+    let d = &c.s.disks[name];
+    let (rt, rb) = (yy + 2.0, yy + rh - 2.0);
+    let uy = |v: f64| rb - v.clamp(0.0, 1.0) * (rb - rt);
+    let ay = |v: f64| rb - (v / amax).clamp(0.0, 1.0) * (rb - rt);
+    let _ = write!(
+        o,
+        r#"<rect class="strip" x="{X0}" y="{}" width="{}" height="{}"/>"#,
+        n1(rt),
+        n1(X1 - X0),
+        n1(rb - rt)
+    );
+    let ub = downsample(&c.sp, &d.util, &c.ax);
+    path(o, "area util", &area_path(&ub, c.sp.step, &c.ax, uy, rb));
+    let ab = downsample(&c.sp, &d.await_ms, &c.ax);
+    path(o, "line await", &line_path(&ab, c.sp.step, &c.ax, ay));
+    let ds = c.sum.and_then(|h| h.disks.iter().find(|x| x.name == name));
+    let (u, aw) = ds.map_or_else(
+        || {
+            (
+                median(&d.util).unwrap_or(0.0),
+                median(&d.await_ms).unwrap_or(0.0),
+            )
+        },
+        |x| (x.util, x.await_ms),
+    );
+    let tip = match ds {
+        Some(x) => format!(
+            "{name}: util {} median, {} best 10 s; await {:.1} ms; queue {:.1}; {:.1} MB/s read, {:.1} MB/s written{}",
+            pct(x.util),
+            pct(x.util_peak),
+            x.await_ms,
+            x.queue,
+            x.read_mb_s,
+            x.write_mb_s,
+            match x.rotational {
+                Some(true) => "; rotational",
+                Some(false) => "; solid state",
+                None => "",
+            }
+        ),
+        None => format!("{name}: util {} median", pct(u)),
+    };
+    let _ = write!(
+        o,
+        r#"<rect class="rowhit" x="{X0}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
+        n1(rt),
+        n1(X1 - X0),
+        n1(rb - rt),
+        esc(&tip)
+    );
+    text(o, "rowlbl", X0 - 4.0, yy + rh / 2.0 + 3.0, "end", name);
+    text(o, "rowval", X1 + 3.0, yy + rh / 2.0 - 1.0, "start", &pct(u));
+    text(
+        o,
+        "rowval aw",
+        X1 + 3.0,
+        yy + rh / 2.0 + 8.0,
+        "start",
+        &format!("{aw:.0} ms"),
+    );
+}
+
+/// Util % (area) and await (line) per disk, members of md arrays grouped under their array.
+pub fn disk(c: &HostCtx) -> (String, String) {
+    let mut o = String::new();
+    let (rows, idle) = disk_rows(c);
 
     let shown: Vec<&String> = rows
         .iter()
@@ -717,77 +788,7 @@ pub fn disk(c: &HostCtx) -> (String, String) {
                 yy += hh;
             }
             DiskRow::Disk(name) => {
-                let d = &c.s.disks[name.as_str()];
-                let (rt, rb) = (yy + 2.0, yy + rh - 2.0);
-                let uy = |v: f64| rb - v.clamp(0.0, 1.0) * (rb - rt);
-                let ay = |v: f64| rb - (v / amax).clamp(0.0, 1.0) * (rb - rt);
-                let _ = write!(
-                    o,
-                    r#"<rect class="strip" x="{X0}" y="{}" width="{}" height="{}"/>"#,
-                    n1(rt),
-                    n1(X1 - X0),
-                    n1(rb - rt)
-                );
-                let ub = downsample(&c.sp, &d.util, &c.ax);
-                path(
-                    &mut o,
-                    "area util",
-                    &area_path(&ub, c.sp.step, &c.ax, uy, rb),
-                );
-                let ab = downsample(&c.sp, &d.await_ms, &c.ax);
-                path(&mut o, "line await", &line_path(&ab, c.sp.step, &c.ax, ay));
-                let ds = c.sum.and_then(|h| h.disks.iter().find(|x| &x.name == name));
-                let (u, aw) = ds.map_or_else(
-                    || {
-                        (
-                            median(&d.util).unwrap_or(0.0),
-                            median(&d.await_ms).unwrap_or(0.0),
-                        )
-                    },
-                    |x| (x.util, x.await_ms),
-                );
-                let tip = match ds {
-                    Some(x) => format!(
-                        "{name}: util {} median, {} best 10 s; await {:.1} ms; queue {:.1}; {:.1} MB/s read, {:.1} MB/s written{}",
-                        pct(x.util),
-                        pct(x.util_peak),
-                        x.await_ms,
-                        x.queue,
-                        x.read_mb_s,
-                        x.write_mb_s,
-                        match x.rotational {
-                            Some(true) => "; rotational",
-                            Some(false) => "; solid state",
-                            None => "",
-                        }
-                    ),
-                    None => format!("{name}: util {} median", pct(u)),
-                };
-                let _ = write!(
-                    o,
-                    r#"<rect class="rowhit" x="{X0}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
-                    n1(rt),
-                    n1(X1 - X0),
-                    n1(rb - rt),
-                    esc(&tip)
-                );
-                text(&mut o, "rowlbl", X0 - 4.0, yy + rh / 2.0 + 3.0, "end", name);
-                text(
-                    &mut o,
-                    "rowval",
-                    X1 + 3.0,
-                    yy + rh / 2.0 - 1.0,
-                    "start",
-                    &pct(u),
-                );
-                text(
-                    &mut o,
-                    "rowval aw",
-                    X1 + 3.0,
-                    yy + rh / 2.0 + 8.0,
-                    "start",
-                    &format!("{aw:.0} ms"),
-                );
+                disk_row(&mut o, c, name, yy, rh, amax);
                 yy += rh;
             }
         }
