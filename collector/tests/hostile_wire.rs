@@ -546,3 +546,79 @@ fn read_commands_work_on_a_read_only_mount() {
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
+
+/// An event attack: the real-looking events are stored, every absurd one is a `rejected: …`
+/// gap naming its field, `check` passes, and re-runs the same checks on a stored row changed
+/// into an absurd one.
+fn event_attack(attack: Attack) {
+    let dir = tempfile::tempdir().unwrap();
+    let (real, absurd) = nasprobe::testing::event_cases(attack);
+    assert!(!real.is_empty() && !absurd.is_empty());
+    let n = (real.len() + absurd.len() + 2) as u64;
+    let (db, live) = collect(dir.path(), attack, move |h| h.received + h.rejected >= n);
+    assert_eq!(
+        (live.received, live.rejected),
+        (real.len() as u64 + 2, absurd.len() as u64),
+        "{live:?}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: Vec<Vec<u8>> = conn
+        .prepare("SELECT body FROM events ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let stored: Vec<nasprobe_proto::Event> = stored
+        .iter()
+        .map(|b| postcard::from_bytes(b).unwrap())
+        .collect();
+    assert_eq!(stored, real, "the real-looking events are stored as sent");
+    let reasons: Vec<String> = conn
+        .prepare("SELECT reason FROM gaps ORDER BY from_seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(reasons.len(), absurd.len(), "{reasons:#?}");
+    for ((field, _), why) in absurd.iter().zip(&reasons) {
+        assert!(
+            why.starts_with("rejected: ") && why.contains(field),
+            "{field}: {why}"
+        );
+    }
+    let o = np(&db, &["check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+
+    // A row that slipped in: `check` runs the same event checks over what is stored.
+    let (field, bad) = &absurd[0];
+    let body = postcard::to_allocvec(bad).unwrap();
+    conn.execute(
+        "UPDATE events SET body = ?1 WHERE seq = 2",
+        rusqlite::params![body],
+    )
+    .unwrap();
+    let o = np(&db, &["check"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("host evil") && out.contains("seq 2") && out.contains(field),
+        "{field}: {out}"
+    );
+}
+
+#[test]
+fn absurd_process_ends_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::ProcessEndValues);
+}
+
+#[test]
+fn absurd_kernel_messages_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::KernelMessageValues);
+}
+
+#[test]
+fn absurd_connections_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::ConnectionsValues);
+}
