@@ -58,8 +58,9 @@ pub(crate) const MAX_PID: u32 = 4_194_304;
 /// Forks, short-lived processes and allocation stalls per second.
 pub(crate) const MAX_FORKS_PER_S: u128 = 1_000_000;
 /// Context switches per second per CPU (a switch costs about a microsecond: real hardware stays
-/// under 10^6).
-pub(crate) const MAX_CSW_PER_CPU_S: u128 = 10_000_000;
+/// under 10^6; the bound is loose because a simulated /proc tree still shows, at times, one
+/// interval in which `ctxt` moves by about its whole value: 352 M/s on synology-replication).
+pub(crate) const MAX_CSW_PER_CPU_S: u128 = 1_000_000_000;
 /// Memory and swap of one host: 64 TiB.
 pub(crate) const MAX_MEM_KIB: u64 = 1 << 36;
 /// Size of one mount (used + free): 1 EiB.
