@@ -220,6 +220,27 @@ fn record_times_outside_the_plausible_window_are_rejected() {
     assert!(std::fs::metadata(&html).unwrap().len() < 4 << 20);
 }
 
+/// The gaps stored are one `rejected: …` per field of `fields`, in order, each naming it; and
+/// `check` passes over what was stored.
+fn assert_rejected_gaps(conn: &rusqlite::Connection, db: &Path, fields: Vec<&str>) {
+    let reasons: Vec<String> = conn
+        .prepare("SELECT reason FROM gaps ORDER BY from_seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(reasons.len(), fields.len(), "{reasons:#?}");
+    for (field, why) in fields.iter().zip(&reasons) {
+        assert!(
+            why.starts_with("rejected: ") && why.contains(field),
+            "{field}: {why}"
+        );
+    }
+    let o = np(db, &["check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 #[test]
 fn every_absurd_field_is_a_rejected_gap_and_check_reruns_the_checks() {
     let dir = tempfile::tempdir().unwrap();
@@ -231,22 +252,7 @@ fn every_absurd_field_is_a_rejected_gap_and_check_reruns_the_checks() {
     });
     assert_eq!((live.received, live.rejected), (2, n), "{live:?}");
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let reasons: Vec<String> = conn
-        .prepare("SELECT reason FROM gaps ORDER BY from_seq")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(reasons.len(), absurd.len(), "{reasons:#?}");
-    for ((field, _), why) in absurd.iter().zip(&reasons) {
-        assert!(
-            why.starts_with("rejected: ") && why.contains(field),
-            "{field}: {why}"
-        );
-    }
-    let o = np(&db, &["check"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_rejected_gaps(&conn, &db, absurd.iter().map(|a| a.0).collect());
 
     // A row that slipped in (an older collector, a hand edit): check re-runs the checks on it.
     let mut s = nasprobe::testing::nas_sample(9);
@@ -574,22 +580,7 @@ fn event_attack(attack: Attack) {
         .map(|b| postcard::from_bytes(b).unwrap())
         .collect();
     assert_eq!(stored, real, "the real-looking events are stored as sent");
-    let reasons: Vec<String> = conn
-        .prepare("SELECT reason FROM gaps ORDER BY from_seq")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(reasons.len(), absurd.len(), "{reasons:#?}");
-    for ((field, _), why) in absurd.iter().zip(&reasons) {
-        assert!(
-            why.starts_with("rejected: ") && why.contains(field),
-            "{field}: {why}"
-        );
-    }
-    let o = np(&db, &["check"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_rejected_gaps(&conn, &db, absurd.iter().map(|a| a.0).collect());
 
     // A row that slipped in: `check` runs the same event checks over what is stored.
     let (field, bad) = &absurd[0];
