@@ -241,6 +241,30 @@ fn assert_rejected_gaps(conn: &rusqlite::Connection, db: &Path, fields: Vec<&str
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
+/// After the row `seq` of `table` is changed to `body` (a row that slipped in: an older
+/// collector, a hand edit), `check` fails naming the host, the seq and `field`.
+fn assert_check_names(
+    conn: &rusqlite::Connection,
+    db: &Path,
+    table: &str,
+    seq: u64,
+    body: &[u8],
+    field: &str,
+) {
+    conn.execute(
+        &format!("UPDATE {table} SET body = ?1 WHERE seq = ?2"),
+        rusqlite::params![body, seq as i64],
+    )
+    .unwrap();
+    let o = np(db, &["check"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("host evil") && out.contains(&format!("seq {seq}")) && out.contains(field),
+        "{field}: {out}"
+    );
+}
+
 #[test]
 fn every_absurd_field_is_a_rejected_gap_and_check_reruns_the_checks() {
     let dir = tempfile::tempdir().unwrap();
@@ -258,18 +282,7 @@ fn every_absurd_field_is_a_rejected_gap_and_check_reruns_the_checks() {
     let mut s = nasprobe::testing::nas_sample(9);
     s.vm.as_mut().unwrap().swap_out_pages = u32::MAX;
     let body = postcard::to_allocvec(&s).unwrap();
-    conn.execute(
-        "UPDATE samples SET body = ?1 WHERE seq = 1",
-        rusqlite::params![body],
-    )
-    .unwrap();
-    let o = np(&db, &["check"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!o.status.success(), "{out}");
-    assert!(
-        out.contains("host evil") && out.contains("seq 1") && out.contains("swap out"),
-        "{out}"
-    );
+    assert_check_names(&conn, &db, "samples", 1, &body, "swap out");
 }
 
 #[test]
@@ -585,18 +598,7 @@ fn event_attack(attack: Attack) {
     // A row that slipped in: `check` runs the same event checks over what is stored.
     let (field, bad) = &absurd[0];
     let body = postcard::to_allocvec(bad).unwrap();
-    conn.execute(
-        "UPDATE events SET body = ?1 WHERE seq = 2",
-        rusqlite::params![body],
-    )
-    .unwrap();
-    let o = np(&db, &["check"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!o.status.success(), "{out}");
-    assert!(
-        out.contains("host evil") && out.contains("seq 2") && out.contains(field),
-        "{field}: {out}"
-    );
+    assert_check_names(&conn, &db, "events", 2, &body, field);
 }
 
 #[test]
