@@ -496,6 +496,197 @@ pub enum Attack {
     Flood,
     /// Process names starting with `=`, `+`, `-`, `@` (spreadsheet formulas).
     Formulas,
+    /// Real and absurd `ProcessEnd` (and a real `ExitWatch`) events, see [`event_cases`].
+    ProcessEndValues,
+    /// Real and absurd `KernelMessage` events, see [`event_cases`].
+    KernelMessageValues,
+    /// Real and absurd `Connections` events, see [`event_cases`].
+    ConnectionsValues,
+}
+
+/// A killed rsync as the process connector reports it.
+pub fn process_end_event(pid: u32) -> Event {
+    let Event::ProcessExit(exit) = exit_event(pid) else {
+        unreachable!("exit_event makes a ProcessExit")
+    };
+    Event::ProcessEnd(ProcessEnd {
+        exit,
+        status: ExitStatus {
+            seen: ExitSeen::Kernel,
+            code: None,
+            signal: Some(9),
+            core_dumped: false,
+            oom_killed: true,
+            before_ms: 420,
+        },
+    })
+}
+
+/// An OOM-kill line of the kernel log.
+pub fn kernel_message_event(pid: u32) -> Event {
+    Event::KernelMessage(KernelMessage {
+        level: 3,
+        pid: Some(pid),
+        nic: None,
+        text: s("Out of memory: Killed process 4242 (rsync) total-vm:1048576kB"),
+        suppressed: 5,
+    })
+}
+
+/// One rsync with one busy IPv4 connection (tcp_info of a 5.x kernel).
+pub fn connections_event(pid: u32) -> Event {
+    let addr = |a: [u8; 4], port| SockAddr {
+        addr: heapless::Vec::from_slice(&a).unwrap(),
+        port,
+    };
+    let conn = TcpConn {
+        local: addr([192, 168, 1, 10], 873),
+        remote: addr([192, 168, 1, 20], 51234),
+        state: 1,
+        send_queue: 262_144,
+        recv_queue: 0,
+        info: Some(TcpConnInfo {
+            probes: 0,
+            backoff: 0,
+            rto_us: 204_000,
+            rtt_us: 1_250,
+            snd_cwnd: 310,
+            total_retrans: 17,
+            last_data_sent_ms: 0,
+            last_data_recv_ms: 40,
+            bytes_acked: Some(81_000_000_000),
+            bytes_received: Some(1_200_000),
+            delivery_rate: Some(117_000_000),
+            busy_time_us: Some(700_000_000),
+            rwnd_limited_us: Some(1_000_000),
+            sndbuf_limited_us: Some(30_000_000),
+        }),
+        retransmits: 0,
+    };
+    let mut procs = heapless::Vec::new();
+    procs
+        .push(ProcConnections {
+            pid,
+            comm: s("rsync"),
+            conns: heapless::Vec::from_slice(&[conn]).unwrap(),
+            more: 2,
+        })
+        .unwrap();
+    Event::Connections(Connections { procs })
+}
+
+fn info(c: &mut TcpConn) -> &mut TcpConnInfo {
+    c.info.as_mut().expect("connections_event has tcp_info")
+}
+
+/// For an event attack: the real-looking events (stored) and the absurd ones with the word
+/// their rejection must name.
+pub fn event_cases(attack: Attack) -> (Vec<Event>, Vec<(&'static str, Event)>) {
+    let mut absurd = Vec::new();
+    let real = match attack {
+        Attack::ProcessEndValues => {
+            let base = process_end_event(4242);
+            let mut add = |why: &'static str, f: &dyn Fn(&mut ProcessEnd)| {
+                let Event::ProcessEnd(mut p) = base.clone() else {
+                    unreachable!()
+                };
+                f(&mut p);
+                absurd.push((why, Event::ProcessEnd(p)));
+            };
+            add("signal 200", &|p| p.status.signal = Some(200));
+            add("signal 0", &|p| p.status.signal = Some(0));
+            add("code and signal", &|p| p.status.code = Some(1));
+            add("core_dumped", &|p| {
+                p.status.signal = None;
+                p.status.code = Some(0);
+                p.status.core_dumped = true;
+            });
+            add("before_ms", &|p| p.status.before_ms = u32::MAX);
+            add("scan", &|p| p.status.seen = ExitSeen::Scan);
+            add("pid", &|p| p.exit.process.pid = u32::MAX);
+            add("cpu_ticks", &|p| p.exit.cpu_ticks = u64::MAX);
+            let mut scanned = process_end_event(4243);
+            if let Event::ProcessEnd(p) = &mut scanned {
+                p.status = ExitStatus {
+                    seen: ExitSeen::Scan,
+                    code: None,
+                    signal: None,
+                    core_dumped: false,
+                    oom_killed: false,
+                    before_ms: 0,
+                };
+            }
+            let watch = Event::ExitWatch(ExitWatch {
+                source: ExitSeen::Kernel,
+                dropped: 12,
+            });
+            vec![base, scanned, watch]
+        }
+        Attack::KernelMessageValues => {
+            let base = kernel_message_event(4242);
+            let mut add = |why: &'static str, f: &dyn Fn(&mut KernelMessage)| {
+                let Event::KernelMessage(mut k) = base.clone() else {
+                    unreachable!()
+                };
+                f(&mut k);
+                absurd.push((why, Event::KernelMessage(k)));
+            };
+            add("level", &|k| k.level = 200);
+            add("pid", &|k| k.pid = Some(99_999_999));
+            add("suppressed", &|k| k.suppressed = u32::MAX);
+            let mut link = kernel_message_event(0);
+            if let Event::KernelMessage(k) = &mut link {
+                k.level = 6;
+                k.pid = None;
+                k.nic = Some(s("eth0"));
+                k.text = s("e1000e: eth0 NIC Link is Down");
+                k.suppressed = 0;
+            }
+            vec![base, link]
+        }
+        Attack::ConnectionsValues => {
+            let base = connections_event(4242);
+            let mut add = |why: &'static str, f: &dyn Fn(&mut TcpConn)| {
+                let Event::Connections(mut c) = base.clone() else {
+                    unreachable!()
+                };
+                f(&mut c.procs[0].conns[0]);
+                absurd.push((why, Event::Connections(c)));
+            };
+            add("state", &|c| c.state = 99);
+            add("address", &|c| c.remote.addr.truncate(3));
+            add("send_queue", &|c| c.send_queue = u32::MAX);
+            add("rtt_us", &|c| info(c).rtt_us = u32::MAX);
+            add("rto_us", &|c| info(c).rto_us = 4_000_000_000);
+            add("snd_cwnd", &|c| info(c).snd_cwnd = u32::MAX);
+            add("bytes_acked", &|c| info(c).bytes_acked = Some(u64::MAX));
+            add("bytes_received", &|c| {
+                info(c).bytes_received = Some(u64::MAX - 5)
+            });
+            add("delivery_rate", &|c| info(c).delivery_rate = Some(u64::MAX));
+            add("busy_time_us", &|c| info(c).busy_time_us = Some(u64::MAX));
+            add("over busy_time_us", &|c| {
+                info(c).rwnd_limited_us = Some(800_000_000)
+            });
+            let Event::Connections(mut bad_pid) = base.clone() else {
+                unreachable!()
+            };
+            bad_pid.procs[0].pid = 5_000_000;
+            absurd.push(("pid", Event::Connections(bad_pid)));
+            // The /proc/net/tcp fallback: no tcp_info, an IPv6 pair.
+            let mut fallback = connections_event(4243);
+            if let Event::Connections(c) = &mut fallback {
+                let conn = &mut c.procs[0].conns[0];
+                conn.info = None;
+                conn.state = 8;
+                conn.local.addr = heapless::Vec::from_slice(&[0xfd; 16]).unwrap();
+                conn.remote.addr = heapless::Vec::from_slice(&[0xfe; 16]).unwrap();
+            }
+            vec![base, fallback]
+        }
+        _ => Vec::new(),
+    };
+    (real, absurd)
 }
 
 /// Names with escapes, for [`Attack::Names`] (each fits its field's capacity).
@@ -684,6 +875,18 @@ pub fn hostile_script(attack: Attack, hello: &Hello) -> Vec<Message> {
         }
         Attack::HelloTicks0 | Attack::HelloCpus0 => {
             out.push(rec(1, at(1), sample(1)));
+        }
+        Attack::ProcessEndValues | Attack::KernelMessageValues | Attack::ConnectionsValues => {
+            // Sample, the real events, the absurd ones, sample: each in its own interval so
+            // the flood cap stays out of the way.
+            let (real, absurd) = event_cases(attack);
+            out.push(rec(1, at(1), sample(1)));
+            let mut seq = 2;
+            for ev in real.into_iter().chain(absurd.into_iter().map(|(_, e)| e)) {
+                out.push(rec(seq, at(seq), RecordBody::Event(ev)));
+                seq += 1;
+            }
+            out.push(rec(seq, at(seq), sample(seq)));
         }
     }
     out

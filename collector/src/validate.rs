@@ -16,7 +16,9 @@
 //! - record times ([`TimeWindow`]): within the agent's lifetime, not after the agent's clock at
 //!   the `Hello` plus the time elapsed on the collector's clock since then (+ slack);
 //! - samples ([`check_sample`]) and events ([`check_event`]): every counter and gauge, every
-//!   disk/NIC/mount index against the `Hello`'s lists.
+//!   disk/NIC/mount index against the `Hello`'s lists; process ends (signal, exit status
+//!   consistency, report delay), kernel lines (level, pid, suppressed) and TCP connections
+//!   (addresses, state, queues, RTT/RTO, cwnd, byte counters, chrono times).
 //!
 //! Entries the agent flagged `RESET` carry unknown deltas by contract and are not checked (the
 //! analysis ignores them). The bounds are far above any real hardware:
@@ -56,8 +58,8 @@ pub(crate) const MAX_PID: u32 = 4_194_304;
 /// Forks, short-lived processes and allocation stalls per second.
 pub(crate) const MAX_FORKS_PER_S: u128 = 1_000_000;
 /// Context switches per second per CPU (a switch costs about a microsecond: real hardware stays
-/// under 10^6; the bound is loose because simulated /proc trees jump this counter when their
-/// load changes).
+/// under 10^6; the bound is loose because a simulated /proc tree still shows, at times, one
+/// interval in which `ctxt` moves by about its whole value: 352 M/s on synology-replication).
 pub(crate) const MAX_CSW_PER_CPU_S: u128 = 1_000_000_000;
 /// Memory and swap of one host: 64 TiB.
 pub(crate) const MAX_MEM_KIB: u64 = 1 << 36;
@@ -73,6 +75,27 @@ pub(crate) const MAX_CLOCK_OFFSET_MS: u64 = 10 * 60_000;
 pub(crate) const MAX_RING_SPAN_MS: u64 = 30 * 86_400_000;
 /// Slack of the record time window for clock steps (NTP) on either side.
 pub(crate) const CLOCK_SLACK_MS: u64 = 86_400_000;
+/// Highest signal number of Linux (`SIGRTMAX` = 64 on every architecture the agent runs on).
+pub(crate) const MAX_SIGNAL: u8 = 64;
+/// Delay between the kernel's exit report and the record (the next sample) at least allowed:
+/// 10 min (longer intervals allow two intervals).
+pub(crate) const MAX_EXIT_REPORT_MS: u64 = 600_000;
+/// Highest syslog level (7 = debug).
+pub(crate) const MAX_SYSLOG_LEVEL: u8 = 7;
+/// Kernel log lines the agent can leave out before one it passes: a minute (its rate limit's
+/// window) of 100,000 lines/s, more than printk sustains.
+pub(crate) const MAX_KMSG_SUPPRESSED: u32 = 6_000_000;
+/// TCP states of Linux: 1 ESTABLISHED .. 12 NEW_SYN_RECV, 13 BOUND_INACTIVE (6.8+).
+pub(crate) const TCP_STATES: std::ops::RangeInclusive<u8> = 1..=13;
+/// Smoothed RTT and retransmission timeout: 10 min (the kernel caps the RTO at 120 s).
+pub(crate) const MAX_TCP_RTT_US: u32 = 600_000_000;
+/// Bytes waiting in one socket's queue (the kernel's buffer sizes are `int`).
+pub(crate) const MAX_TCP_QUEUE: u32 = i32::MAX as u32;
+/// Congestion window in segments: 2^24 segments of 1448 bytes are 24 GB in flight.
+pub(crate) const MAX_TCP_CWND: u32 = 1 << 24;
+/// Age of one TCP connection: a year (with [`MAX_NIC_BYTES_PER_S`] this bounds its byte
+/// counters, with 10^6 µs/s its busy and limited times).
+pub(crate) const MAX_TCP_CONN_AGE_S: u64 = 365 * 86_400;
 
 fn ms_date(ms: u64) -> String {
     nasprobe_analysis::time::rfc3339(ms)
@@ -236,8 +259,134 @@ pub(crate) fn check_event(hello: &Hello, e: &Event) -> Result<(), String> {
             }
             Ok(())
         }
-        _ => Ok(()),
+        Event::ProcessEnd(p) => {
+            check_event(hello, &Event::ProcessExit(p.exit.clone()))?;
+            check_exit_status(hello, &p.status)
+        }
+        Event::KernelMessage(k) => {
+            if k.level > MAX_SYSLOG_LEVEL {
+                return Err(format!(
+                    "kernel message level {} over {MAX_SYSLOG_LEVEL}",
+                    k.level
+                ));
+            }
+            if let Some(pid) = k.pid {
+                pid_ok("kernel message", pid)?;
+            }
+            if k.suppressed > MAX_KMSG_SUPPRESSED {
+                return Err(format!(
+                    "kernel message suppressed {} over {MAX_KMSG_SUPPRESSED}",
+                    k.suppressed
+                ));
+            }
+            Ok(())
+        }
+        Event::Connections(c) => {
+            for (i, p) in c.procs.iter().enumerate() {
+                pid_ok(&format!("connections proc {i}"), p.pid)?;
+                for (j, conn) in p.conns.iter().enumerate() {
+                    check_tcp_conn(conn)
+                        .map_err(|w| format!("connections pid {} conn {j}: {w}", p.pid))?;
+                }
+            }
+            Ok(())
+        }
+        // `ExitWatch::dropped` counts since the agent's start: any u32 is possible over a long
+        // fork storm. Device names are checked by the sanitizer.
+        Event::ExitWatch(_) | Event::DeviceAdded(_) => Ok(()),
     }
+}
+
+/// `Err(why)` when a process end's status contradicts itself or the `Hello`.
+fn check_exit_status(hello: &Hello, s: &nasprobe_proto::ExitStatus) -> Result<(), String> {
+    if let Some(sig) = s.signal
+        && !(1..=MAX_SIGNAL).contains(&sig)
+    {
+        return Err(format!("process end signal {sig} outside 1..={MAX_SIGNAL}"));
+    }
+    // `code` is a u8: 0..=255 by type.
+    if s.code.is_some() && s.signal.is_some() {
+        return Err("process end code and signal both set".into());
+    }
+    if s.core_dumped && s.signal.is_none() {
+        return Err("process end core_dumped without a signal".into());
+    }
+    let max_before = MAX_EXIT_REPORT_MS.max(2 * u64::from(hello.interval_ms));
+    if u64::from(s.before_ms) > max_before {
+        return Err(format!(
+            "process end before_ms {} over {max_before}",
+            s.before_ms
+        ));
+    }
+    if s.seen == nasprobe_proto::ExitSeen::Scan
+        && (s.code.is_some() || s.signal.is_some() || s.before_ms != 0)
+    {
+        return Err("process end seen by a scan with a status".into());
+    }
+    Ok(())
+}
+
+/// `Err(why)` when one TCP connection of a `Connections` event cannot be true.
+fn check_tcp_conn(c: &nasprobe_proto::TcpConn) -> Result<(), String> {
+    for (end, a) in [("local", &c.local), ("remote", &c.remote)] {
+        if a.addr.len() != 4 && a.addr.len() != 16 {
+            return Err(format!("{end} address of {} bytes", a.addr.len()));
+        }
+    }
+    if !TCP_STATES.contains(&c.state) {
+        return Err(format!("state {} outside {TCP_STATES:?}", c.state));
+    }
+    for (what, q) in [("send_queue", c.send_queue), ("recv_queue", c.recv_queue)] {
+        if q > MAX_TCP_QUEUE {
+            return Err(format!("{what} {q} over {MAX_TCP_QUEUE}"));
+        }
+    }
+    let Some(i) = &c.info else { return Ok(()) };
+    for (what, v) in [("rtt_us", i.rtt_us), ("rto_us", i.rto_us)] {
+        if v > MAX_TCP_RTT_US {
+            return Err(format!("{what} {v} over {MAX_TCP_RTT_US}"));
+        }
+    }
+    if i.snd_cwnd > MAX_TCP_CWND {
+        return Err(format!("snd_cwnd {} over {MAX_TCP_CWND}", i.snd_cwnd));
+    }
+    let max_bytes = MAX_NIC_BYTES_PER_S as u64 * MAX_TCP_CONN_AGE_S;
+    for (what, v) in [
+        ("bytes_acked", i.bytes_acked),
+        ("bytes_received", i.bytes_received),
+    ] {
+        if let Some(v) = v
+            && v > max_bytes
+        {
+            return Err(format!("{what} {v} over {max_bytes} (a year at 1 Tbit/s)"));
+        }
+    }
+    if let Some(r) = i.delivery_rate
+        && u128::from(r) > MAX_NIC_BYTES_PER_S
+    {
+        return Err(format!("delivery_rate {r} B/s over {MAX_NIC_BYTES_PER_S}"));
+    }
+    let max_us = MAX_TCP_CONN_AGE_S * 1_000_000;
+    for (what, v) in [
+        ("busy_time_us", i.busy_time_us),
+        ("rwnd_limited_us", i.rwnd_limited_us),
+        ("sndbuf_limited_us", i.sndbuf_limited_us),
+    ] {
+        if let Some(v) = v
+            && v > max_us
+        {
+            return Err(format!("{what} {v} over {max_us} (a year)"));
+        }
+    }
+    // The kernel's busy time is the sum of its busy, rwnd- and sndbuf-limited chronos.
+    if let (Some(b), Some(r), Some(s)) = (i.busy_time_us, i.rwnd_limited_us, i.sndbuf_limited_us)
+        && r.saturating_add(s) > b
+    {
+        return Err(format!(
+            "rwnd_limited_us {r} + sndbuf_limited_us {s} over busy_time_us {b}"
+        ));
+    }
+    Ok(())
 }
 
 /// `Err(why)` unless `v` per interval `iv_us` is at most `per_s` per second.

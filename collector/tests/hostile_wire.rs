@@ -220,6 +220,51 @@ fn record_times_outside_the_plausible_window_are_rejected() {
     assert!(std::fs::metadata(&html).unwrap().len() < 4 << 20);
 }
 
+/// The gaps stored are one `rejected: …` per field of `fields`, in order, each naming it; and
+/// `check` passes over what was stored.
+fn assert_rejected_gaps(conn: &rusqlite::Connection, db: &Path, fields: Vec<&str>) {
+    let reasons: Vec<String> = conn
+        .prepare("SELECT reason FROM gaps ORDER BY from_seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(reasons.len(), fields.len(), "{reasons:#?}");
+    for (field, why) in fields.iter().zip(&reasons) {
+        assert!(
+            why.starts_with("rejected: ") && why.contains(field),
+            "{field}: {why}"
+        );
+    }
+    let o = np(db, &["check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// After the row `seq` of `table` is changed to `body` (a row that slipped in: an older
+/// collector, a hand edit), `check` fails naming the host, the seq and `field`.
+fn assert_check_names(
+    conn: &rusqlite::Connection,
+    db: &Path,
+    table: &str,
+    seq: u64,
+    body: &[u8],
+    field: &str,
+) {
+    conn.execute(
+        &format!("UPDATE {table} SET body = ?1 WHERE seq = ?2"),
+        rusqlite::params![body, seq as i64],
+    )
+    .unwrap();
+    let o = np(db, &["check"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("host evil") && out.contains(&format!("seq {seq}")) && out.contains(field),
+        "{field}: {out}"
+    );
+}
+
 #[test]
 fn every_absurd_field_is_a_rejected_gap_and_check_reruns_the_checks() {
     let dir = tempfile::tempdir().unwrap();
@@ -231,39 +276,13 @@ fn every_absurd_field_is_a_rejected_gap_and_check_reruns_the_checks() {
     });
     assert_eq!((live.received, live.rejected), (2, n), "{live:?}");
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let reasons: Vec<String> = conn
-        .prepare("SELECT reason FROM gaps ORDER BY from_seq")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(reasons.len(), absurd.len(), "{reasons:#?}");
-    for ((field, _), why) in absurd.iter().zip(&reasons) {
-        assert!(
-            why.starts_with("rejected: ") && why.contains(field),
-            "{field}: {why}"
-        );
-    }
-    let o = np(&db, &["check"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_rejected_gaps(&conn, &db, absurd.iter().map(|a| a.0).collect());
 
     // A row that slipped in (an older collector, a hand edit): check re-runs the checks on it.
     let mut s = nasprobe::testing::nas_sample(9);
     s.vm.as_mut().unwrap().swap_out_pages = u32::MAX;
     let body = postcard::to_allocvec(&s).unwrap();
-    conn.execute(
-        "UPDATE samples SET body = ?1 WHERE seq = 1",
-        rusqlite::params![body],
-    )
-    .unwrap();
-    let o = np(&db, &["check"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!o.status.success(), "{out}");
-    assert!(
-        out.contains("host evil") && out.contains("seq 1") && out.contains("swap out"),
-        "{out}"
-    );
+    assert_check_names(&conn, &db, "samples", 1, &body, "swap out");
 }
 
 #[test]
@@ -545,4 +564,54 @@ fn read_commands_work_on_a_read_only_mount() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+}
+
+/// An event attack: the real-looking events are stored, every absurd one is a `rejected: …`
+/// gap naming its field, `check` passes, and re-runs the same checks on a stored row changed
+/// into an absurd one.
+fn event_attack(attack: Attack) {
+    let dir = tempfile::tempdir().unwrap();
+    let (real, absurd) = nasprobe::testing::event_cases(attack);
+    assert!(!real.is_empty() && !absurd.is_empty());
+    let n = (real.len() + absurd.len() + 2) as u64;
+    let (db, live) = collect(dir.path(), attack, move |h| h.received + h.rejected >= n);
+    assert_eq!(
+        (live.received, live.rejected),
+        (real.len() as u64 + 2, absurd.len() as u64),
+        "{live:?}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: Vec<Vec<u8>> = conn
+        .prepare("SELECT body FROM events ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let stored: Vec<nasprobe_proto::Event> = stored
+        .iter()
+        .map(|b| postcard::from_bytes(b).unwrap())
+        .collect();
+    assert_eq!(stored, real, "the real-looking events are stored as sent");
+    assert_rejected_gaps(&conn, &db, absurd.iter().map(|a| a.0).collect());
+
+    // A row that slipped in: `check` runs the same event checks over what is stored.
+    let (field, bad) = &absurd[0];
+    let body = postcard::to_allocvec(bad).unwrap();
+    assert_check_names(&conn, &db, "events", 2, &body, field);
+}
+
+#[test]
+fn absurd_process_ends_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::ProcessEndValues);
+}
+
+#[test]
+fn absurd_kernel_messages_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::KernelMessageValues);
+}
+
+#[test]
+fn absurd_connections_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::ConnectionsValues);
 }

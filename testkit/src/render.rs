@@ -656,7 +656,6 @@ pub fn proc_stat(sim: &HostSim) -> String {
         .iter()
         .map(|d| d.read_iops() + d.write_iops())
         .sum();
-    let load: f64 = sim.procs.values().map(|p| p.cpu_pct()).sum();
     let timer = 250.0 * cores;
     let intr_rate = timer + pps / 8.0 + iops;
     let mut irqs: Vec<u64> = vec![0; 48];
@@ -669,11 +668,7 @@ pub fn proc_stat(sim: &HostSim) -> String {
         let _ = write!(out, " {v}");
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "ctxt {}",
-        sim.counter(400.0 * cores + load * 30.0, t, false)
-    );
+    let _ = writeln!(out, "ctxt {}", sim.ctxt.floor() as u64);
     let _ = writeln!(out, "btime {}", sim.btime);
     let _ = writeln!(out, "processes {}", sim.forks);
     let running = sim

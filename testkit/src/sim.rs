@@ -143,6 +143,9 @@ pub struct HostSim {
     pub procs: BTreeMap<u32, LiveProc>,
     /// Processes created since boot (the `processes` line of /proc/stat).
     pub forks: u64,
+    /// Context switches since boot (the `ctxt` line), integrated from [`Self::ctxt_rate`] so it
+    /// stays continuous when the load changes.
+    pub ctxt: f64,
     pub births: u64,
     pub deaths: u64,
     alloc: PidAlloc,
@@ -256,6 +259,8 @@ impl HostSim {
             cores,
             procs: BTreeMap::new(),
             forks: max_declared as u64 + 2000,
+            // Started like the other counters: the idle rate over a fifth of the uptime.
+            ctxt: 400.0 * f64::from(host.cores) * uptime / 5.0,
             births: 0,
             deaths: 0,
             alloc,
@@ -617,10 +622,17 @@ impl HostSim {
         }
     }
 
+    /// Context switches per second now: 400 per core plus 30 per percent of CPU load.
+    pub fn ctxt_rate(&self) -> f64 {
+        let load: f64 = self.procs.values().map(|p| p.cpu_pct()).sum();
+        400.0 * f64::from(self.host.cores) + load * 30.0
+    }
+
     fn integrate(&mut self, dt: f64) {
         if dt <= 0.0 {
             return;
         }
+        self.ctxt += self.ctxt_rate() * dt;
         let load = self.core_loads();
         let scale: Vec<f64> = load
             .iter()

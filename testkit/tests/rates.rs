@@ -166,3 +166,38 @@ fn tick_granularity_does_not_change_the_totals() {
     let ct = coarse.total_ticks();
     assert!((ft.user - ct.user).abs() < 1e-6 * ft.user);
 }
+
+/// The `ctxt` line of /proc/stat at `proc`.
+fn ctxt(proc: &std::path::Path) -> u64 {
+    read(&proc.join("stat"))
+        .lines()
+        .find_map(|l| l.strip_prefix("ctxt "))
+        .expect("ctxt line")
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn ctxt_stays_continuous_when_processes_start_and_die() {
+    // process-restarts: the load changes every few seconds. The counter once jumped by
+    // (rate change) x (uptime / 5) at each change, 355 M/s.
+    let dir = tempdir("ctxt");
+    let scn = builtin("process-restarts", &BuiltinOptions::default()).unwrap();
+    let mut r = Runner::new(&scn, &dir, 1_700_000_000).unwrap();
+    let procs: Vec<_> = r.paths().iter().map(|p| p.proc_root.clone()).collect();
+    let mut last: Vec<u64> = procs.iter().map(|p| ctxt(p)).collect();
+    let mut rates = std::collections::BTreeSet::new();
+    for s in 1..=60 {
+        r.step_to(f64::from(s)).unwrap();
+        for (k, p) in procs.iter().enumerate() {
+            let now = ctxt(p);
+            assert!(now >= last[k], "ctxt went back at {s} s");
+            let d = now - last[k];
+            // 400/core + 30 per % of load: a 64-core box at full load is under 250,000/s.
+            assert!(d < 250_000, "host {k}: {d} switches in second {s}");
+            rates.insert(d / 100);
+            last[k] = now;
+        }
+    }
+    assert!(rates.len() > 1, "the load changed: {rates:?}");
+}
