@@ -548,31 +548,6 @@ impl Store {
                     "UPDATE gaps SET to_ms = ?3 WHERE instance = ?1 AND to_seq = ?2 AND reason = ?4",
                 )
                 .map_err(e)?;
-            // One gap of `instance`: seqs, times, records missing, reason (kept if already there).
-            let ins_gap = |instance: i64,
-                           (from_seq, to_seq): (u64, u64),
-                           (from_ms, to_ms): (u64, u64),
-                           n: u64,
-                           reason: &str|
-             -> Result<(), StoreError> {
-                tx.prepare_cached(
-                    "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
-                     SELECT host, id, ?2, ?3, ?4, ?5, ?6, ?7 FROM instances WHERE id = ?1",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        instance,
-                        from_seq as i64,
-                        to_seq as i64,
-                        from_ms as i64,
-                        to_ms as i64,
-                        n as i64,
-                        reason
-                    ])
-                })
-                .map(drop)
-                .map_err(e)
-            };
             let mut marks: HashMap<i64, (u64, u64)> = HashMap::new();
             for it in items {
                 let (instance, seq, time_ms) = match it {
@@ -614,29 +589,9 @@ impl Store {
                         from_seq,
                         to_seq,
                     } => {
-                        // The gap starts at the last record before it.
-                        let (last_ms, started_ms, interval): (i64, i64, i64) = tx
-                            .query_row(
-                                "SELECT last_ms, started_ms, interval_ms FROM instances WHERE id = ?1",
-                                [instance],
-                                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                            )
-                            .map_err(e)?;
                         let mark_ms = marks.get(instance).map(|m| m.1).unwrap_or(0);
-                        let from_ms = (last_ms as u64).max(mark_ms);
-                        let from_ms = if from_ms == 0 {
-                            started_ms as u64
-                        } else {
-                            from_ms
-                        };
-                        let n = to_seq - from_seq + 1;
-                        ins_gap(
-                            *instance,
-                            (*from_seq, *to_seq),
-                            (from_ms, from_ms + (n + 1) * interval.max(1) as u64),
-                            n,
-                            REASON_RING,
-                        )?;
+                        insert_ring_gap(&tx, *instance, (*from_seq, *to_seq), mark_ms)
+                            .map_err(e)?;
                         open_gaps.insert(*instance, *to_seq);
                         let m = marks.entry(*instance).or_insert((0, 0));
                         m.0 = m.0.max(*to_seq);
@@ -649,33 +604,8 @@ impl Store {
                         from_ms,
                         to_ms,
                     } => {
-                        let n = to_seq - from_seq + 1;
-                        let merged = tx
-                            .execute(
-                                "UPDATE gaps SET to_seq = ?2, to_ms = MAX(to_ms, ?3), samples = samples + ?4
-                                 WHERE id = (SELECT id FROM gaps WHERE instance = ?1 AND reason = ?5
-                                             AND to_seq < ?6 AND to_ms >= ?7
-                                             ORDER BY to_seq DESC LIMIT 1)",
-                                params![
-                                    instance,
-                                    *to_seq as i64,
-                                    *to_ms as i64,
-                                    n as i64,
-                                    REASON_FLOOD,
-                                    *from_seq as i64,
-                                    from_ms.saturating_sub(60_000) as i64
-                                ],
-                            )
+                        insert_flood_gap(&tx, *instance, (*from_seq, *to_seq), (*from_ms, *to_ms))
                             .map_err(e)?;
-                        if merged == 0 {
-                            ins_gap(
-                                *instance,
-                                (*from_seq, *to_seq),
-                                (*from_ms, *to_ms),
-                                n,
-                                REASON_FLOOD,
-                            )?;
-                        }
                         (*instance, *to_seq, *to_ms)
                     }
                     Item::Rejected {
@@ -684,13 +614,15 @@ impl Store {
                         time_ms,
                         why,
                     } => {
-                        ins_gap(
+                        insert_gap(
+                            &tx,
                             *instance,
                             (*seq, *seq),
                             (*time_ms, *time_ms),
                             1,
                             &format!("{REASON_REJECTED}: {why}"),
-                        )?;
+                        )
+                        .map_err(e)?;
                         (*instance, *seq, *time_ms)
                     }
                 };
@@ -711,16 +643,7 @@ impl Store {
                 m.0 = m.0.max(seq);
                 m.1 = m.1.max(time_ms);
             }
-            let mut upd = tx
-                .prepare_cached(
-                    "UPDATE instances SET last_seq = MAX(last_seq, ?2), last_ms = MAX(last_ms, ?3)
-                     WHERE id = ?1",
-                )
-                .map_err(e)?;
-            for (inst, (seq, ms)) in &marks {
-                upd.execute(params![inst, *seq as i64, *ms as i64])
-                    .map_err(e)?;
-            }
+            mark_instances(&tx, &marks).map_err(e)?;
         }
         tx.commit().map_err(e)?;
         self.open_gaps = open_gaps;
@@ -1544,4 +1467,110 @@ fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
         }
     }
     StoreError::Sqlite { path, source: e }
+}
+
+/// One gap of `instance`: seqs, times, records missing, reason (kept if already there).
+fn insert_gap(
+    tx: &rusqlite::Transaction<'_>,
+    instance: i64,
+    (from_seq, to_seq): (u64, u64),
+    (from_ms, to_ms): (u64, u64),
+    n: u64,
+    reason: &str,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
+         SELECT host, id, ?2, ?3, ?4, ?5, ?6, ?7 FROM instances WHERE id = ?1",
+    )?
+    .execute(params![
+        instance,
+        from_seq as i64,
+        to_seq as i64,
+        from_ms as i64,
+        to_ms as i64,
+        n as i64,
+        reason
+    ])
+    .map(drop)
+}
+
+/// The gap of a `Gone`: it starts at the last record before it (`mark_ms`: the newest time of
+/// this batch), or the instance's start.
+fn insert_ring_gap(
+    tx: &rusqlite::Transaction<'_>,
+    instance: i64,
+    (from_seq, to_seq): (u64, u64),
+    mark_ms: u64,
+) -> rusqlite::Result<()> {
+    let (last_ms, started_ms, interval): (i64, i64, i64) = tx.query_row(
+        "SELECT last_ms, started_ms, interval_ms FROM instances WHERE id = ?1",
+        [instance],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let from_ms = (last_ms as u64).max(mark_ms);
+    let from_ms = if from_ms == 0 {
+        started_ms as u64
+    } else {
+        from_ms
+    };
+    let n = to_seq - from_seq + 1;
+    insert_gap(
+        tx,
+        instance,
+        (from_seq, to_seq),
+        (from_ms, from_ms + (n + 1) * interval.max(1) as u64),
+        n,
+        REASON_RING,
+    )
+}
+
+/// A flood's dropped events: merged into the flood gap of the last minute, else a new one.
+fn insert_flood_gap(
+    tx: &rusqlite::Transaction<'_>,
+    instance: i64,
+    (from_seq, to_seq): (u64, u64),
+    (from_ms, to_ms): (u64, u64),
+) -> rusqlite::Result<()> {
+    let n = to_seq - from_seq + 1;
+    let merged = tx.execute(
+        "UPDATE gaps SET to_seq = ?2, to_ms = MAX(to_ms, ?3), samples = samples + ?4
+         WHERE id = (SELECT id FROM gaps WHERE instance = ?1 AND reason = ?5
+                     AND to_seq < ?6 AND to_ms >= ?7
+                     ORDER BY to_seq DESC LIMIT 1)",
+        params![
+            instance,
+            to_seq as i64,
+            to_ms as i64,
+            n as i64,
+            REASON_FLOOD,
+            from_seq as i64,
+            from_ms.saturating_sub(60_000) as i64
+        ],
+    )?;
+    if merged == 0 {
+        insert_gap(
+            tx,
+            instance,
+            (from_seq, to_seq),
+            (from_ms, to_ms),
+            n,
+            REASON_FLOOD,
+        )?;
+    }
+    Ok(())
+}
+
+/// Each instance's high-water mark after a batch: its newest seq and time.
+fn mark_instances(
+    tx: &rusqlite::Transaction<'_>,
+    marks: &HashMap<i64, (u64, u64)>,
+) -> rusqlite::Result<()> {
+    let mut upd = tx.prepare_cached(
+        "UPDATE instances SET last_seq = MAX(last_seq, ?2), last_ms = MAX(last_ms, ?3)
+         WHERE id = ?1",
+    )?;
+    for (inst, (seq, ms)) in marks {
+        upd.execute(params![inst, *seq as i64, *ms as i64])?;
+    }
+    Ok(())
 }
