@@ -503,20 +503,7 @@ fn step_title(name: &str) -> &'static str {
 }
 
 fn wall_text(w: &Option<serde_json::Value>) -> Option<String> {
-    let w = w.as_ref()?;
-    let res = w.get("resource")?.as_str()?;
-    if res == nasprobe_analysis::verdict::Resource::None.as_str() {
-        return Some("no wall on the NAS side".into());
-    }
-    let host = w.get("host").and_then(|h| h.as_str()).unwrap_or("?");
-    let what = w
-        .get("process")
-        .and_then(|p| p.as_str())
-        .or(w.get("device").and_then(|d| d.as_str()))
-        .map(|x| format!(" {x}"))
-        .unwrap_or_default();
-    let u = w.get("utilization").and_then(|u| u.as_f64()).unwrap_or(0.0);
-    Some(format!("wall: {res}{what} on {host} at {:.0}%", u * 100.0))
+    crate::test_cmd::wall_sentence(w.as_ref()?)
 }
 
 /// One sentence: the slowest step, its grade and its wall.
@@ -529,7 +516,7 @@ fn verdict(steps: &[Step], link_mbit: u32) -> String {
         .map(|s| format!("{} {:.0} MB/s", step_title(s.name), s.mb_s))
         .collect();
     let wall = wall_text(&worst.wall)
-        .map(|w| format!("; during it the {w}"))
+        .map(|w| format!("; {w}"))
         .unwrap_or_default();
     format!(
         "slowest: {} at {:.0} MB/s, {} for {} Mbit/s{wall} ({})",

@@ -140,11 +140,14 @@ pub fn disk(
     Ok(())
 }
 
-fn wall_sentence(w: &serde_json::Value) -> Option<String> {
+/// The wall of a test or ladder step in words, from the `bottleneck` JSON of `report --json`
+/// ("the wall meanwhile: nic vdst on dst at 97%"); None when there is none to say.
+pub(crate) fn wall_sentence(w: &serde_json::Value) -> Option<String> {
     let res = w.get("resource")?.as_str()?;
     if res == nasprobe_analysis::verdict::Resource::None.as_str() {
-        return Some("no wall found on the host meanwhile".into());
+        return Some("no wall found on the observed hosts meanwhile".into());
     }
+    let host = w.get("host").and_then(|h| h.as_str()).unwrap_or("?");
     let what = w
         .get("device")
         .and_then(|d| d.as_str())
@@ -153,7 +156,7 @@ fn wall_sentence(w: &serde_json::Value) -> Option<String> {
         .unwrap_or_default();
     let u = w.get("utilization").and_then(|u| u.as_f64()).unwrap_or(0.0);
     Some(format!(
-        "the wall meanwhile: {res}{what} at {:.0}%",
+        "the wall meanwhile: {res}{what} on {host} at {:.0}%",
         u * 100.0
     ))
 }
