@@ -273,11 +273,16 @@ def start_agent(ctx, tag, interval_ms, scan):
 
 
 def slot_agent(ctx, window, settle, interval_ms=1000, with_floor=True):
-    """One window: agent (default scan) and agent --scan all, each with its own collector,
-    and the C floor (all, every:5), phase-shifted within the interval so they never overlap."""
+    """One window: agent (default scan: adaptive), agent --scan every:5 and --scan all, each
+    with its own collector, and the C floor (all, every:5), phase-shifted within the interval so
+    they never overlap."""
     procs, res = [], {}
     tag = "1hz" if interval_ms == 1000 else f"{interval_ms}ms"
-    kinds = [("agent", "every:5"), ("agent_scan_all", "all")] if with_floor else [("agent", "every:5")]
+    kinds = (
+        [("agent", "adaptive"), ("agent_every5", "every:5"), ("agent_scan_all", "all")]
+        if with_floor
+        else [("agent", "adaptive")]
+    )
     step = interval_ms / 1000 / (len(kinds) + (2 if with_floor else 0))
     ports = {}
     try:
@@ -551,7 +556,8 @@ def phase_peers(ctx, res):
 
     summ["ratios"] = {
         "agent_all_over_floor_all": ratio("agent_scan_all", "floor_all"),
-        "agent_over_floor_every5": ratio("agent", "floor_every5"),
+        "agent_over_floor_every5": ratio("agent_every5", "floor_every5"),
+        "agent_every5_over_agent": ratio("agent_every5", "agent"),
         "sadc_over_agent": ratio("sadc", "agent"),
         "collectd_over_agent": ratio("collectd", "agent"),
         "node_exporter_over_agent": ratio("node_exporter", "agent"),
@@ -640,7 +646,8 @@ def phase_callgrind(ctx, res):
     tree = os.path.join(SHM, "cg-tree")
     subprocess.run([ctx.b("sample_cost"), "--make-tree", tree, "--procs", "80"], check=True, stdout=subprocess.DEVNULL)
     cases = [
-        ("real /proc, default every:5", ["--scan", "every:5"]),
+        ("real /proc, default adaptive, connector", ["--scan", "adaptive", "--connector"]),
+        ("real /proc, every:5", ["--scan", "every:5"]),
         ("real /proc, --scan all", ["--scan", "all"]),
         ("80-process tree, 8 busy, every:5", ["--proc-root", f"{tree}/proc", "--sys-root", f"{tree}/sys", "--busy", "8", "--scan", "every:5"]),
         ("80-process tree, 8 busy, --scan all", ["--proc-root", f"{tree}/proc", "--sys-root", f"{tree}/sys", "--busy", "8", "--scan", "all"]),
@@ -658,7 +665,7 @@ def phase_callgrind(ctx, res):
         out[name] = {"ir_n1": irs[0], "ir_n2": irs[1], "n1": n1, "n2": n2, "ir_per_sample": (irs[1] - irs[0]) / (n2 - n1)}
         log(f"callgrind: {name}: {out[name]['ir_per_sample']:.0f} Ir/sample")
     try:
-        f = os.path.join(ctx.work, "callgrind." + re.sub(r"\W+", "_", "real /proc, default every:5") + f"_{n2}.out")
+        f = os.path.join(ctx.work, "callgrind." + re.sub(r"\W+", "_", "real /proc, every:5") + f"_{n2}.out")
         txt = subprocess.run(["callgrind_annotate", f], capture_output=True, text=True).stdout
         with open(os.path.join(ctx.work, "callgrind.annotate.txt"), "w") as fh:
             fh.write(txt)

@@ -12,6 +12,8 @@
 //! its own cost) and median/p95/max from CLOCK_THREAD_CPUTIME_ID around each call.
 //! `--busy K`: on a generated tree, K processes get +1..+K ticks before every sample (the file
 //! rewrites are not counted), so the top list, threads and command lines are exercised.
+//! `--connector`: subscribe to the kernel's process connector (root) and hand its messages to
+//! the sampler before each sample, as the serving agent does (their reading is counted).
 
 use std::path::Path;
 
@@ -52,6 +54,13 @@ fn main() {
         return;
     }
     let busy: u32 = take("--busy").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let with_connector = match args.iter().position(|a| a == "--connector") {
+        Some(i) => {
+            args.remove(i);
+            true
+        }
+        None => false,
+    };
     let mut argv = vec!["sample".to_string()];
     argv.extend(args);
     let cfg = match config::parse_args(argv) {
@@ -66,6 +75,14 @@ fn main() {
         _ => 200,
     };
     let mut s = Sampler::new(&cfg);
+    let mut connector = with_connector.then(|| {
+        nasprobe_agent::connector::Connector::open(std::time::Duration::from_secs(1))
+            .unwrap_or_else(|e| {
+                eprintln!("sample_cost: --connector: {e}");
+                std::process::exit(2);
+            })
+    });
+    s.set_kernel_exits(connector.is_some());
     let mut out = nasprobe_proto::Sample::default();
     let mut events = 0u64;
     s.sample(&mut out, &mut |_| events += 1);
@@ -78,6 +95,9 @@ fn main() {
         }
         let r0 = rusage_us();
         let t0 = cpu_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID);
+        if let Some(c) = connector.as_mut() {
+            while c.drain(64, &mut |ev| s.proc_event(ev)) > 0 {}
+        }
         s.sample(&mut out, &mut |_| events += 1);
         let t1 = cpu_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID);
         total_us += rusage_us() - r0;
@@ -86,8 +106,9 @@ fn main() {
     per.sort_unstable();
     let q = |f: f64| per[((per.len() - 1) as f64 * f) as usize] as f64 / 1000.0;
     let (tracked, full) = s.process_stats();
+    let (scans, triggered) = s.scan_counts();
     println!(
-        "proc_root={} scan={:?} samples={count} processes={tracked} top={} events={events} table_full={full}",
+        "proc_root={} scan={:?} samples={count} processes={tracked} top={} events={events} table_full={full} full_scans={scans} triggered_scans={triggered}",
         cfg.proc_root.display(),
         cfg.scan,
         out.top.len()

@@ -24,7 +24,16 @@ pub enum ScanPolicy {
     All,
     /// Every pid every N samples, only the current top (and their threads) in between.
     Every(u32),
+    /// Only the busy processes (and the new pids the process connector announces) each sample;
+    /// every pid when the host's busy CPU is not accounted for by the processes read, and at the
+    /// latest every this many seconds (see [`crate::sampler`]'s process module).
+    Adaptive(u32),
 }
+
+/// `--scan adaptive`'s longest time between two full scans, in seconds, by default. With the
+/// connector, exits and new pids come from the kernel and busy newcomers trigger a scan, so the
+/// timed scan only catches idle processes and pids whose announcements were dropped.
+pub const ADAPTIVE_MAX_SECONDS: u32 = 120;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -114,7 +123,7 @@ impl Default for Config {
             link_speeds: Vec::new(),
             top: 8,
             cmdline_bytes: nasprobe_proto::CMDLINE_LEN,
-            scan: ScanPolicy::Every(5),
+            scan: ScanPolicy::Adaptive(ADAPTIVE_MAX_SECONDS),
             event_min_lifetime_ms: 5000,
             partitions: false,
             allow_tests: false,
@@ -154,7 +163,11 @@ FLAGS:
     --link-speed IF=MBIT    link speed of IF when the kernel reports none or a wrong one (repeatable)
     --top N                 top processes per sample [default: 8, at most 16]
     --cmdline-bytes N       cut command lines to N bytes [default: 256]
-    --scan all|every:N      scan every /proc/PID each sample, or every N samples [default: every:5]
+    --scan POLICY           which /proc/PID to read each sample: `all`; `every:N` (every pid
+                            every N samples, the busy ones in between); `adaptive[:S]` (the
+                            busy ones and new pids; every pid when the host's busy CPU is not
+                            accounted for, or S seconds after the last time; without the
+                            process connector at most 5 samples apart) [default: adaptive:120]
     --event-min-lifetime MS processes living this long get start/exit events [default: 5000]
     --partitions            report partitions on their own instead of folding them into the disk
     --max-clients N         concurrent collectors [default: 4]
@@ -249,9 +262,18 @@ where
                 let v = string(&mut parser)?;
                 cfg.scan = match v.as_str() {
                     "all" => ScanPolicy::All,
-                    _ => match v.strip_prefix("every:").and_then(|n| n.parse().ok()) {
-                        Some(n) if n >= 1 => ScanPolicy::Every(n),
-                        _ => return Err(format!("--scan: '{v}' is not 'all' or 'every:N'")),
+                    "adaptive" => ScanPolicy::Adaptive(ADAPTIVE_MAX_SECONDS),
+                    _ => match (
+                        v.strip_prefix("every:").and_then(|n| n.parse().ok()),
+                        v.strip_prefix("adaptive:").and_then(|n| n.parse().ok()),
+                    ) {
+                        (Some(n), _) if n >= 1 => ScanPolicy::Every(n),
+                        (_, Some(s)) if s >= 1 => ScanPolicy::Adaptive(s),
+                        _ => {
+                            return Err(format!(
+                                "--scan: '{v}' is not 'all', 'every:N' or 'adaptive[:SECONDS]'"
+                            ));
+                        }
                     },
                 };
             }
@@ -368,6 +390,15 @@ mod tests {
             parse_args(["--scan", "sometimes"])
                 .unwrap_err()
                 .contains("every:N")
+        );
+        assert!(parse_args(["--scan", "adaptive:0"]).is_err());
+        assert_eq!(
+            parse_args(["--scan", "adaptive:30"]).unwrap().scan,
+            ScanPolicy::Adaptive(30)
+        );
+        assert_eq!(
+            parse_args(["--scan", "adaptive"]).unwrap().scan,
+            ScanPolicy::Adaptive(ADAPTIVE_MAX_SECONDS)
         );
         assert!(parse_args(["--bogus"]).is_err());
         let c = parse_args(["--link-speed", "veth0=100"]).unwrap();

@@ -667,3 +667,170 @@ fn connector_messages_give_new_pids_and_exit_status_between_full_scans() {
         );
     }
 }
+
+/// One step of the adaptive-scan tree: /proc/stat's busy ticks (user) are the sum of the
+/// processes' plus `unseen` (CPU of nobody listed; all three cumulative), uptime advances one
+/// second per step.
+fn adaptive_step(t: &Tree, k: u64, procs: &[(u32, &str, u64)], unseen: u64) {
+    let busy: u64 = procs.iter().map(|p| p.2).sum::<u64>() + unseen;
+    t.put(
+        "proc/stat",
+        &format!(
+            "cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {busy} 0 0 {idle} 0 0 0 0 0 0\n\
+             ctxt 1\nbtime 1\nprocesses 10\nprocs_running 1\nprocs_blocked 0\n",
+            idle = 100 * k,
+        ),
+    );
+    t.put("proc/uptime", &format!("{}.00 1.00\n", 1000 + k));
+    for &(pid, comm, ticks) in procs {
+        t.put(
+            &format!("proc/{pid}/stat"),
+            // The newcomer started half a second before the step it appears in.
+            &pidstat(
+                pid,
+                comm,
+                'S',
+                1,
+                ticks,
+                0,
+                if pid == 400 { 100_750 } else { 100 },
+            ),
+        );
+    }
+}
+
+/// `--scan adaptive` lists /proc only when the host's busy CPU is not accounted for by the
+/// processes it reads: a process that wakes up above 5% of a core, or one that started without
+/// the connector announcing it, is found in the same sample and shows its exact CPU at the
+/// next one (at most two intervals late); one below the bound waits for the timed scan.
+#[test]
+fn adaptive_scan_finds_unaccounted_cpu_within_two_samples() {
+    assert!(hz_is_100(), "the tree's ticks assume USER_HZ 100");
+    let t = Tree::new("adaptive");
+    let c = Config {
+        scan: ScanPolicy::Adaptive(120),
+        ..cfg(&t)
+    };
+    // Cumulative ticks: "busy" uses 20 ticks a second all along; "sleeper" and "dozer" idle.
+    let mut busy = 1000;
+    let (mut sleeper, mut dozer, mut newcomer) = (500, 400, 0);
+    let mut s = Sampler::new(&c);
+    s.set_kernel_exits(true); // the connector, as far as the sampler knows
+    let mut out = nasprobe_proto::Sample::default();
+    let mut k = 0;
+    let mut step = |s: &mut Sampler, procs: &[(u32, &str, u64)], unseen: u64| {
+        adaptive_step(&t, k, procs, unseen);
+        k += 1;
+        let mut out2 = nasprobe_proto::Sample::default();
+        take(s, &mut out2);
+        out2
+    };
+    let base = |busy, sleeper, dozer| {
+        vec![
+            (100, "busy", busy),
+            (200, "sleeper", sleeper),
+            (300, "dozer", dozer),
+        ]
+    };
+    step(&mut s, &base(busy, sleeper, dozer), 0); // prime
+    busy += 20;
+    step(&mut s, &base(busy, sleeper, dozer), 0); // full, right after priming
+    let after_start = s.scan_counts();
+    for _ in 0..3 {
+        busy += 20;
+        out = step(&mut s, &base(busy, sleeper, dozer), 0);
+    }
+    assert_eq!(
+        s.scan_counts(),
+        after_start,
+        "all CPU accounted for: no listing"
+    );
+    assert!(out.top.iter().any(|p| p.pid == 100 && p.utime == 20));
+
+    // The dozer wakes up at 3% of a core: under the bound, nobody lists /proc for it.
+    busy += 20;
+    dozer += 3;
+    step(&mut s, &base(busy, sleeper, dozer), 0);
+    assert_eq!(
+        s.scan_counts(),
+        after_start,
+        "3% of a core is under the bound"
+    );
+
+    // The sleeper wakes up at 30% of a core: listed in the same sample...
+    busy += 20;
+    sleeper += 30;
+    out = step(&mut s, &base(busy, sleeper, dozer), 0);
+    assert_eq!(s.scan_counts(), (after_start.0 + 1, after_start.1 + 1));
+    let _ = out;
+    // ...and its exact CPU shows at the next sample, without another listing.
+    busy += 20;
+    sleeper += 30;
+    out = step(&mut s, &base(busy, sleeper, dozer), 0);
+    assert_eq!(s.scan_counts(), (after_start.0 + 1, after_start.1 + 1));
+    let p = out
+        .top
+        .iter()
+        .find(|p| p.pid == 200)
+        .expect("the sleeper is in the top");
+    assert_eq!(p.utime, 30);
+
+    // A process the connector did not announce starts at 10% of a core: the unaccounted CPU
+    // (its ticks are in /proc/stat) lists /proc, and it is in the top at the next sample.
+    let with_new = |busy, sleeper, dozer, newcomer| {
+        let mut v = base(busy, sleeper, dozer);
+        v.push((400, "newcomer", newcomer));
+        v
+    };
+    busy += 20;
+    sleeper += 30;
+    newcomer += 10;
+    step(&mut s, &with_new(busy, sleeper, dozer, newcomer), 0);
+    assert_eq!(s.scan_counts().1, after_start.1 + 2);
+    busy += 20;
+    sleeper += 30;
+    newcomer += 10;
+    out = step(&mut s, &with_new(busy, sleeper, dozer, newcomer), 0);
+    let p = out
+        .top
+        .iter()
+        .find(|p| p.pid == 400)
+        .expect("the newcomer is in the top");
+    assert_eq!(p.utime, 10);
+    assert_eq!(
+        s.scan_counts().1,
+        after_start.1 + 2,
+        "no listing once accounted for"
+    );
+
+    // CPU of nobody listed (processes that came and went between two samples): a listing
+    // finds nobody, so the trigger is held off for 1, 2, 4 ... samples: 3 listings in 7.
+    let mut unseen = 0;
+    for _ in 0..7 {
+        busy += 20;
+        sleeper += 30;
+        newcomer += 10;
+        unseen += 50;
+        step(&mut s, &with_new(busy, sleeper, dozer, newcomer), unseen);
+    }
+    assert_eq!(s.scan_counts().1, after_start.1 + 5);
+}
+
+/// Without the process connector, `--scan adaptive` also lists /proc every 5 samples: only a
+/// listing finds new idle processes and exits then.
+#[test]
+fn adaptive_scan_without_connector_lists_every_five_samples() {
+    let t = Tree::new("adaptive-noconn");
+    let c = Config {
+        scan: ScanPolicy::Adaptive(120),
+        ..cfg(&t)
+    };
+    let mut s = Sampler::new(&c);
+    let mut out = nasprobe_proto::Sample::default();
+    for k in 0..12 {
+        adaptive_step(&t, k, &[(100, "busy", 1000 + 20 * k)], 0);
+        take(&mut s, &mut out);
+    }
+    // Priming, the sample after it, then every 5 samples: samples 1, 2, 7, 12.
+    assert_eq!(s.scan_counts(), (4, 0));
+}

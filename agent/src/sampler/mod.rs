@@ -281,6 +281,12 @@ impl Sampler {
         (self.procs.tracked(), self.procs.table_full)
     }
 
+    /// Full scans of /proc so far, and those of them `--scan adaptive` ran because the host's
+    /// busy CPU was not accounted for by the processes read.
+    pub fn scan_counts(&self) -> (u32, u32) {
+        (self.procs.full_scans, self.procs.triggered_scans)
+    }
+
     pub fn sample(&mut self, out: &mut Sample, emit: &mut dyn FnMut(Event)) -> bool {
         let priming = !self.primed;
         clear(out);
