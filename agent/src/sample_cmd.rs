@@ -564,6 +564,14 @@ pub fn json_event(o: &mut String, e: &Event) {
                     c.procs.iter().map(|p| p.conns.len()).sum::<usize>(),
                 );
         }
+        Event::OpenFiles(f) => {
+            j.s("event", "open_files")
+                .num("processes", f.procs.len())
+                .num(
+                    "files",
+                    f.procs.iter().map(|p| p.files.len()).sum::<usize>(),
+                );
+        }
         Event::KernelMessage(m) => {
             j.s("event", "kernel_message").num("level", m.level);
             j.opt("pid", m.pid);

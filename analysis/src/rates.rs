@@ -115,6 +115,12 @@ pub fn event_subject(e: &Event) -> (Option<u32>, String) {
                 .first()
                 .map_or(String::new(), |p| p.comm.to_string()),
         ),
+        Event::OpenFiles(o) => (
+            o.procs.first().map(|p| p.pid),
+            o.procs
+                .first()
+                .map_or(String::new(), |p| p.comm.to_string()),
+        ),
         Event::LinkChange(l) => (None, l.nic.to_string()),
         Event::AgentStart(a) => (None, format!("agent {}", a.agent_version)),
         Event::DeviceAdded(nasprobe_proto::DeviceAdded::Disk(d))
@@ -163,6 +169,15 @@ pub fn event_text(e: &Event) -> String {
             c.procs
                 .iter()
                 .map(|p| format!("{} [{}] {}", p.comm, p.pid, p.conns.len()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Event::OpenFiles(o) => format!(
+            "open files: {}",
+            o.procs
+                .iter()
+                .flat_map(|p| p.files.iter().map(move |f| (p, f)))
+                .map(|(p, f)| format!("{} [{}] {} @{}", p.comm, p.pid, f.path, f.pos))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

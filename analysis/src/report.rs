@@ -299,11 +299,7 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
     let mut timed = Vec::new();
     for h in hosts {
         // Per-sample TCP connections are measurements, not events.
-        for e in h
-            .events
-            .iter()
-            .filter(|e| !matches!(e.event, Event::Connections(_)))
-        {
+        for e in h.events.iter().filter(|e| !e.event.is_measurement()) {
             let cpu_s = |ticks| h.ticks_s(e.instance, ticks);
             timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event, cpu_s)));
         }
@@ -546,7 +542,10 @@ fn event_out(host: &str, time_ms: u64, e: &Event, cpu_s: impl Fn(u64) -> f64) ->
             o.process = Some(p.comm.as_str().into());
             o.cmdline = Some(p.cmdline.as_str().into());
         }
-        Event::ProcessExit(_) | Event::ProcessEnd(_) | Event::Connections(_) => {}
+        Event::ProcessExit(_)
+        | Event::ProcessEnd(_)
+        | Event::Connections(_)
+        | Event::OpenFiles(_) => {}
         Event::KernelMessage(m) => {
             o.pid = m.pid;
             o.device = m.nic.as_deref().map(str::to_string);

@@ -60,6 +60,8 @@ pub struct HostLive {
     /// Newest sample: (seq, time_ms, sample).
     pub last: Option<(u64, u64, Box<Sample>)>,
     pub events: VecDeque<(u64, Event)>,
+    /// Newest open files of the transfer's processes: (time_ms, event).
+    pub files: Option<(u64, nasprobe_proto::OpenFiles)>,
     /// Records received on this run.
     pub received: u64,
     /// The newest gap text (`Gone` or agent restart), if any on this run.
@@ -138,6 +140,7 @@ impl Live {
                         hello: None,
                         last: None,
                         events: VecDeque::new(),
+                        files: None,
                         received: 0,
                         gap: None,
                         bad: None,
@@ -473,6 +476,11 @@ impl Gate {
                 }
                 // Per-sample TCP connections are measurements, not recent events.
                 RecordBody::Event(nasprobe_proto::Event::Connections(_)) => {}
+                RecordBody::Event(nasprobe_proto::Event::OpenFiles(f)) => {
+                    if h.files.as_ref().is_none_or(|l| l.0 <= r.time_ms) {
+                        h.files = Some((r.time_ms, f));
+                    }
+                }
                 RecordBody::Event(ev) => {
                     h.events.push_back((r.time_ms, ev));
                     while h.events.len() > RECENT_EVENTS {

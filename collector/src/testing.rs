@@ -502,6 +502,8 @@ pub enum Attack {
     KernelMessageValues,
     /// Real and absurd `Connections` events, see [`event_cases`].
     ConnectionsValues,
+    /// Real and absurd `OpenFiles` events, see [`event_cases`].
+    OpenFilesValues,
 }
 
 /// A killed rsync as the process connector reports it.
@@ -573,6 +575,44 @@ pub fn connections_event(pid: u32) -> Event {
         })
         .unwrap();
     Event::Connections(Connections { procs })
+}
+
+/// A `cp` reading a film from a share and writing it to another.
+pub fn open_files_event(pid: u32) -> Event {
+    let file = |fd, path: &str, pos, size, mode| OpenFile {
+        fd,
+        path: s(path),
+        pos,
+        size,
+        mode,
+    };
+    let files = heapless::Vec::from_slice(&[
+        file(
+            3,
+            "/volume1/video/a.mkv",
+            2_000_000_000,
+            5_000_000_000,
+            FileMode::Read,
+        ),
+        file(
+            4,
+            "/volume2/backup/a.mkv",
+            2_000_000_000,
+            2_000_000_000,
+            FileMode::Write,
+        ),
+    ])
+    .unwrap();
+    let mut procs = heapless::Vec::new();
+    procs
+        .push(ProcFiles {
+            pid,
+            comm: s("cp"),
+            files,
+            more: 0,
+        })
+        .unwrap();
+    Event::OpenFiles(OpenFiles { procs })
 }
 
 fn info(c: &mut TcpConn) -> &mut TcpConnInfo {
@@ -683,6 +723,32 @@ pub fn event_cases(attack: Attack) -> (Vec<Event>, Vec<(&'static str, Event)>) {
                 conn.remote.addr = heapless::Vec::from_slice(&[0xfe; 16]).unwrap();
             }
             vec![base, fallback]
+        }
+        Attack::OpenFilesValues => {
+            let base = open_files_event(4242);
+            let mut add = |why: &'static str, f: &dyn Fn(&mut ProcFiles)| {
+                let Event::OpenFiles(mut o) = base.clone() else {
+                    unreachable!()
+                };
+                f(&mut o.procs[0]);
+                absurd.push((why, Event::OpenFiles(o)));
+            };
+            add("pid", &|p| p.pid = 5_000_000);
+            add("fd", &|p| p.files[0].fd = u32::MAX);
+            add("path", &|p| p.files[0].path = s("relative/a.mkv"));
+            add("pos", &|p| p.files[0].pos = u64::MAX);
+            add("size", &|p| p.files[1].size = 1 << 63);
+            add("no file", &|p| p.files.clear());
+            // A deleted temp file, a cut path, read-write.
+            let mut other = open_files_event(4243);
+            if let Event::OpenFiles(o) = &mut other {
+                let f = &mut o.procs[0].files[1];
+                f.path = s("/volume2/.a.mkv.XyZ123 (deleted)");
+                f.mode = FileMode::ReadWrite;
+                o.procs[0].files[0].path = s(".../deep/tail/a.mkv");
+                o.procs[0].more = 3;
+            }
+            vec![base, other]
         }
         _ => Vec::new(),
     };
@@ -876,7 +942,10 @@ pub fn hostile_script(attack: Attack, hello: &Hello) -> Vec<Message> {
         Attack::HelloTicks0 | Attack::HelloCpus0 => {
             out.push(rec(1, at(1), sample(1)));
         }
-        Attack::ProcessEndValues | Attack::KernelMessageValues | Attack::ConnectionsValues => {
+        Attack::ProcessEndValues
+        | Attack::KernelMessageValues
+        | Attack::ConnectionsValues
+        | Attack::OpenFilesValues => {
             // Sample, the real events, the absurd ones, sample: each in its own interval so
             // the flood cap stays out of the way.
             let (real, absurd) = event_cases(attack);

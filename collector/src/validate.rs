@@ -96,6 +96,8 @@ pub(crate) const MAX_TCP_CWND: u32 = 1 << 24;
 /// Age of one TCP connection: a year (with [`MAX_NIC_BYTES_PER_S`] this bounds its byte
 /// counters, with 10^6 µs/s its busy and limited times).
 pub(crate) const MAX_TCP_CONN_AGE_S: u64 = 365 * 86_400;
+/// A file offset or size: the kernel's loff_t is signed 64-bit.
+pub(crate) const MAX_FILE_BYTES: u64 = i64::MAX as u64;
 
 fn ms_date(ms: u64) -> String {
     nasprobe_analysis::time::rfc3339(ms)
@@ -291,6 +293,19 @@ pub(crate) fn check_event(hello: &Hello, e: &Event) -> Result<(), String> {
             }
             Ok(())
         }
+        Event::OpenFiles(o) => {
+            for (i, p) in o.procs.iter().enumerate() {
+                pid_ok(&format!("open files proc {i}"), p.pid)?;
+                if p.files.is_empty() && p.more == 0 {
+                    return Err(format!("open files pid {} with no file", p.pid));
+                }
+                for (j, f) in p.files.iter().enumerate() {
+                    check_open_file(f)
+                        .map_err(|w| format!("open files pid {} file {j}: {w}", p.pid))?;
+                }
+            }
+            Ok(())
+        }
         // `ExitWatch::dropped` counts since the agent's start: any u32 is possible over a long
         // fork storm. Device names are checked by the sanitizer.
         Event::ExitWatch(_) | Event::DeviceAdded(_) => Ok(()),
@@ -322,6 +337,23 @@ fn check_exit_status(hello: &Hello, s: &nasprobe_proto::ExitStatus) -> Result<()
         && (s.code.is_some() || s.signal.is_some() || s.before_ms != 0)
     {
         return Err("process end seen by a scan with a status".into());
+    }
+    Ok(())
+}
+
+/// `Err(why)` when one file of an `OpenFiles` event cannot be true.
+fn check_open_file(f: &nasprobe_proto::OpenFile) -> Result<(), String> {
+    if f.fd > nasprobe_proto::MAX_FD {
+        return Err(format!("fd {} over {}", f.fd, nasprobe_proto::MAX_FD));
+    }
+    // readlink of a descriptor gives an absolute path; a cut one starts with "...".
+    if !(f.path.starts_with('/') || f.path.starts_with("...")) {
+        return Err(format!("path {:?} is not absolute", f.path.as_str()));
+    }
+    for (what, v) in [("pos", f.pos), ("size", f.size)] {
+        if v > MAX_FILE_BYTES {
+            return Err(format!("{what} {v} over {MAX_FILE_BYTES}"));
+        }
     }
     Ok(())
 }

@@ -615,3 +615,8 @@ fn absurd_kernel_messages_are_rejected_gaps_real_ones_stored() {
 fn absurd_connections_are_rejected_gaps_real_ones_stored() {
     event_attack(Attack::ConnectionsValues);
 }
+
+#[test]
+fn absurd_open_files_are_rejected_gaps_real_ones_stored() {
+    event_attack(Attack::OpenFilesValues);
+}

@@ -38,6 +38,13 @@ pub const KERNEL_LEN: usize = 64;
 pub const MAX_CONN_PROCS: usize = 4;
 /// TCP connections reported per process.
 pub const MAX_PROC_CONNS: usize = 8;
+/// Processes whose open regular files an [`OpenFiles`] event reports (the transfer's movers:
+/// busiest by disk I/O, then by CPU).
+pub const MAX_FILE_PROCS: usize = 4;
+/// Open regular files reported per process (read or written; the rest counted in `more`).
+pub const MAX_PROC_FILES: usize = 8;
+/// Longest file descriptor number the kernel allows (`fs.nr_open` at most 1073741816).
+pub const MAX_FD: u32 = 1_073_741_816;
 /// Mount paths named with `--mount`.
 pub const PATH_LEN: usize = 128;
 /// Short texts: architecture, versions, md level, boot id (36).
@@ -589,6 +596,9 @@ pub enum Event {
     /// The TCP connections of the top processes at this sample (sparse: only active or
     /// troubled ones, only in samples that have some).
     Connections(Connections),
+    /// The regular files the transfer's processes have open, with their positions (sparse:
+    /// only when a process has one, and at most every few seconds).
+    OpenFiles(OpenFiles),
 }
 
 impl Event {
@@ -603,6 +613,12 @@ impl Event {
 }
 
 impl Event {
+    /// Per-sample measurements carried as events (TCP connections, open files): not listed
+    /// among the events of a report.
+    pub fn is_measurement(&self) -> bool {
+        matches!(self, Event::Connections(_) | Event::OpenFiles(_))
+    }
+
     /// The `kind` of an event as stored, exported and reported ("process_start", ...).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -614,6 +630,7 @@ impl Event {
             Event::ExitWatch(_) => "exit_watch",
             Event::KernelMessage(_) => "kernel_message",
             Event::Connections(_) => "tcp_connections",
+            Event::OpenFiles(_) => "open_files",
         }
     }
 }
@@ -825,4 +842,51 @@ pub struct TcpConnInfo {
     pub busy_time_us: Option<u64>,
     pub rwnd_limited_us: Option<u64>,
     pub sndbuf_limited_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenFiles {
+    pub procs: Vec<ProcFiles, MAX_FILE_PROCS>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcFiles {
+    pub pid: u32,
+    pub comm: Comm,
+    pub files: Vec<OpenFile, MAX_PROC_FILES>,
+    /// Its open regular files left out (past MAX_PROC_FILES).
+    pub more: u16,
+}
+
+/// How a file descriptor was opened (`flags:` of `/proc/PID/fdinfo/N`, O_ACCMODE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileMode {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl FileMode {
+    /// The name in reports: `read`, `write` or `read_write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileMode::Read => "read",
+            FileMode::Write => "write",
+            FileMode::ReadWrite => "read_write",
+        }
+    }
+}
+
+/// One open regular file of a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenFile {
+    pub fd: u32,
+    /// The path (`readlink /proc/PID/fd/N`), redacted like command lines; a path longer than
+    /// CMDLINE_LEN keeps its end, after `...`; a deleted file ends in ` (deleted)`.
+    pub path: Cmdline,
+    /// The descriptor's offset, bytes (`pos:` of fdinfo).
+    pub pos: u64,
+    /// The file's size now, bytes.
+    pub size: u64,
+    pub mode: FileMode,
 }

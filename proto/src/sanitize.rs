@@ -142,6 +142,13 @@ pub fn event(e: &mut Event) -> bool {
             .procs
             .iter_mut()
             .fold(false, |any, p| fix(&mut p.comm) | any),
+        Event::OpenFiles(o) => o.procs.iter_mut().fold(false, |any, p| {
+            let paths = p
+                .files
+                .iter_mut()
+                .fold(false, |any, f| fix(&mut f.path) | any);
+            fix(&mut p.comm) | paths | any
+        }),
         Event::ExitWatch(_) => false,
     }
 }
@@ -176,6 +183,35 @@ mod tests {
             is_safe(&k.text) && is_safe(k.nic.as_ref().unwrap()),
             "{k:?}"
         );
+        assert!(!event(&mut e), "a second pass changes nothing");
+    }
+
+    #[test]
+    fn open_file_paths_are_made_safe() {
+        let mut procs = heapless::Vec::new();
+        let mut files = heapless::Vec::new();
+        files
+            .push(crate::OpenFile {
+                fd: 3,
+                path: "/share/\u{1b}]0;x\u{7}a.mkv".try_into().unwrap(),
+                pos: 1,
+                size: 2,
+                mode: crate::FileMode::Read,
+            })
+            .unwrap();
+        procs
+            .push(crate::ProcFiles {
+                pid: 1,
+                comm: "cp\u{202e}".try_into().unwrap(),
+                files,
+                more: 0,
+            })
+            .unwrap();
+        let mut e = Event::OpenFiles(crate::OpenFiles { procs });
+        assert!(event(&mut e));
+        let Event::OpenFiles(o) = &e else { panic!() };
+        assert_eq!(o.procs[0].files[0].path.as_str(), "/share/␛]0;x␇a.mkv");
+        assert!(is_safe(&o.procs[0].comm));
         assert!(!event(&mut e), "a second pass changes nothing");
     }
 

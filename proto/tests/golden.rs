@@ -1030,3 +1030,55 @@ fn net_test_messages() {
         &[10, 0, 0, 0, 1, 10, 2, 1, 1, 2, 3, 4, 5, 6],
     );
 }
+
+/// A `cp` reading one file and writing another, and an rsync with a deleted temp file.
+#[test]
+fn record_open_files_event() {
+    let file = |fd, path: &str, pos, size, mode| OpenFile {
+        fd,
+        path: s(path),
+        pos,
+        size,
+        mode,
+    };
+    let mut procs = Vec::new();
+    procs
+        .push(ProcFiles {
+            pid: 4242,
+            comm: s("cp"),
+            files: Vec::from_slice(&[
+                file(3, "/src/a.mkv", 1_048_576, 5_000_000_000, FileMode::Read),
+                file(4, "/share/a.mkv", 1_048_576, 1_048_576, FileMode::Write),
+            ])
+            .unwrap(),
+            more: 0,
+        })
+        .unwrap();
+    procs
+        .push(ProcFiles {
+            pid: 77,
+            comm: s("rsync"),
+            files: Vec::from_slice(&[file(
+                1,
+                "/share/.b.XyZ (deleted)",
+                0,
+                0,
+                FileMode::ReadWrite,
+            )])
+            .unwrap(),
+            more: 9,
+        })
+        .unwrap();
+    test_one(
+        event_record(Event::OpenFiles(OpenFiles { procs })),
+        &GOLDEN_EV_FILES[..],
+    );
+}
+
+const GOLDEN_EV_FILES: [u8; 98] = [
+    94, 0, 0, 0, 1, 6, 8, 232, 7, 1, 9, 2, 146, 33, 2, 99, 112, 2, 3, 10, 47, 115, 114, 99, 47, 97,
+    46, 109, 107, 118, 128, 128, 64, 128, 228, 151, 208, 18, 0, 4, 12, 47, 115, 104, 97, 114, 101,
+    47, 97, 46, 109, 107, 118, 128, 128, 64, 128, 128, 64, 1, 0, 77, 5, 114, 115, 121, 110, 99, 1,
+    1, 23, 47, 115, 104, 97, 114, 101, 47, 46, 98, 46, 88, 121, 90, 32, 40, 100, 101, 108, 101,
+    116, 101, 100, 41, 0, 0, 2, 9,
+];

@@ -46,7 +46,7 @@ pub(crate) fn event_class(e: &Event) -> &'static str {
         Event::DeviceAdded(_) => "ev-dev",
         Event::ExitWatch(_) => "ev-agent",
         Event::KernelMessage(_) => "ev-link",
-        Event::Connections(_) => "ev-conn",
+        Event::Connections(_) | Event::OpenFiles(_) => "ev-conn",
     }
 }
 
@@ -93,6 +93,7 @@ pub fn describe(time_ms: u64, e: &Event, cpu_s: f64) -> String {
         },
         Event::KernelMessage(m) => format!("{at} kernel: {}", m.text.as_str()),
         Event::Connections(c) => format!("{at} TCP connections of {} processes", c.procs.len()),
+        Event::OpenFiles(o) => format!("{at} open files of {} processes", o.procs.len()),
         Event::ExitWatch(w) => format!(
             "{at} agent finds exits by {}{}",
             match w.source {
@@ -135,11 +136,7 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
         _ => 4,
     };
     let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
-    for e in data
-        .events
-        .iter()
-        .filter(|e| !matches!(e.event, Event::Connections(_)))
-    {
+    for e in data.events.iter().filter(|e| !e.event.is_measurement()) {
         let class = event_class(&e.event);
         let col = (ax.x(e.time_ms as f64) / 3.0).round() as i64;
         let m = groups.entry(col).or_insert_with(|| Marker {

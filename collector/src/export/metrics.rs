@@ -532,7 +532,10 @@ pub(crate) fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
             put(sink, EVENT, &l, 1.0, ts);
         }
         // Measurements kept in the store for the report, not events.
-        Event::ProcessExit(_) | Event::ProcessEnd(_) | Event::Connections(_) => {}
+        Event::ProcessExit(_)
+        | Event::ProcessEnd(_)
+        | Event::Connections(_)
+        | Event::OpenFiles(_) => {}
         Event::LinkChange(l) => {
             let l = [("host", host), ("kind", kind), ("device", l.nic.as_str())];
             put(sink, EVENT, &l, 1.0, ts);
