@@ -9,6 +9,7 @@
 pub mod cn_proc;
 pub mod cpu;
 pub mod disk;
+pub mod fdinfo;
 pub mod kmsg;
 pub mod mem;
 pub mod net;

@@ -6,13 +6,17 @@
 //! is refused or missing. Bounded: [`MAX_CONN_PROCS`] processes, [`FDS_PER_PROC`] descriptors
 //! each, [`nasprobe_proto::MAX_PROC_CONNS`] connections each; sparse on the wire (only active or troubled
 //! connections). Only on the kernel's own procfs (a generated tree has no sockets).
+//!
+//! The same walk of `/proc/PID/fd` finds the regular files of the transfer's processes
+//! ([`super::files`]): each descriptor is read with readlink once for both.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nasprobe_proto::{
-    Comm, Connections, Event, MAX_CONN_PROCS, ProcConnections, SockAddr, TcpConn,
+    Cmdline, Comm, Connections, Event, MAX_CONN_PROCS, ProcConnections, SockAddr, TcpConn,
 };
 
+use super::files::Files;
 use super::io::{self, Once, PathBuf64, Root};
 use crate::parse::tcp_conn::{
     DiagItem, DiagSock, ProcTcp, dump_messages, dump_request, proc_net_tcp, socket_inode,
@@ -20,6 +24,8 @@ use crate::parse::tcp_conn::{
 
 /// Descriptors looked at per process (a server with thousands of clients is cut here).
 pub const FDS_PER_PROC: usize = 1024;
+/// Longest link target read (PATH_MAX); a longer path is left out.
+const LINK_MAX: usize = 4096;
 /// Datagrams read per dump (each holds tens of sockets).
 const DUMP_DGRAMS_MAX: usize = 256;
 const DGRAM_BUF: usize = 32 * 1024;
@@ -53,6 +59,9 @@ pub struct Conns {
     /// The chosen processes of this sample, with their connections as they are found.
     work: Vec<ProcConnections>,
     sample_no: u32,
+    /// The open regular files of the transfer's processes, found in the same walk.
+    files: Files,
+    link: Box<[u8]>,
 }
 
 fn diag_socket() -> Result<OwnedFd, std::io::Error> {
@@ -148,6 +157,8 @@ impl Conns {
             work: Vec::with_capacity(2 * MAX_CONN_PROCS),
             sample_no: 0,
             last: None,
+            files: Files::new(),
+            link: vec![0u8; LINK_MAX].into_boxed_slice(),
         }
     }
 
@@ -179,27 +190,48 @@ impl Conns {
         }
     }
 
+    /// True when the next `sample` reads (the kernel's procfs, MIN_GAP since the last).
+    pub fn due(&self, root: &Root) -> bool {
+        root.real
+            && self
+                .last
+                .is_none_or(|l| std::time::Instant::now().duration_since(l) >= MIN_GAP)
+    }
+
     /// The connections of the chosen processes (see `choose`) as one `Connections` event of
-    /// at most MAX_CONN_PROCS processes (the top ones first), when any is worth sending.
-    pub fn sample(&mut self, root: &Root, top: &[(u32, Comm)], emit: &mut dyn FnMut(Event)) {
-        if !root.real {
+    /// at most MAX_CONN_PROCS processes (the top ones first), when any is worth sending; and
+    /// the open files of the transfer's processes (chosen among `candidates` by I/O, then
+    /// `top`) as one `OpenFiles` event, their paths redacted by `redact`.
+    pub fn sample(
+        &mut self,
+        root: &Root,
+        top: &[(u32, Comm)],
+        candidates: &[(u32, Comm)],
+        redact: &dyn Fn(&[u8], &mut Cmdline),
+        emit: &mut dyn FnMut(Event),
+    ) {
+        if !self.due(root) {
             return;
         }
-        let now = std::time::Instant::now();
-        if self.last.is_some_and(|l| now.duration_since(l) < MIN_GAP) {
-            return;
-        }
-        self.last = Some(now);
+        self.last = Some(std::time::Instant::now());
         self.choose(top);
-        if self.work.is_empty() {
-            return;
-        }
         self.inodes.clear();
-        let pids: Vec<u32> = self.work.iter().map(|w| w.pid).collect();
-        for (k, pid) in pids.into_iter().enumerate() {
-            self.socket_inodes(root, pid, k as u8);
+        let mut pids: Vec<(u32, Option<u8>)> = self
+            .work
+            .iter()
+            .enumerate()
+            .map(|(k, w)| (w.pid, Some(k as u8)))
+            .collect();
+        for (pid, _) in self.files.choose(root, candidates, top) {
+            if !pids.iter().any(|p| p.0 == *pid) {
+                pids.push((*pid, None));
+            }
         }
-        if self.inodes.is_empty() {
+        for (pid, k) in pids {
+            self.walk_fds(root, pid, k, redact);
+        }
+        self.files.finish(emit);
+        if self.work.is_empty() || self.inodes.is_empty() {
             return;
         }
         self.inodes.sort_unstable();
@@ -252,7 +284,19 @@ impl Conns {
         }
     }
 
-    fn socket_inodes(&mut self, root: &Root, pid: u32, k: u8) {
+    /// One walk of `/proc/PID/fd`: sockets for the connections (when `k`, the process's
+    /// index among them, is set), regular files for the open files (when it is a mover).
+    fn walk_fds(
+        &mut self,
+        root: &Root,
+        pid: u32,
+        k: Option<u8>,
+        redact: &dyn Fn(&[u8], &mut Cmdline),
+    ) {
+        let mover = self.files.index(pid);
+        if k.is_none() && mover.is_none() {
+            return;
+        }
         self.path.clear().num(pid).bytes(b"/fd");
         let Ok(dir) = io::open_raw(
             root.fd(),
@@ -263,13 +307,18 @@ impl Conns {
         };
         let mut fds = std::mem::take(&mut self.fds);
         let _ = io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut fds, FDS_PER_PROC);
-        let mut link = [0u8; 64];
+        if mover.is_some() {
+            self.files.start_proc(root, pid);
+        }
         for &fd in &fds {
             self.path.clear().num(fd);
-            if let Some(ino) =
-                readlink(dir.as_raw_fd(), self.path.as_cstr(), &mut link).and_then(socket_inode)
-            {
-                self.inodes.push((ino, k));
+            let Some(link) = readlink(dir.as_raw_fd(), self.path.as_cstr(), &mut self.link) else {
+                continue;
+            };
+            match (socket_inode(link), k, mover) {
+                (Some(ino), Some(k), _) => self.inodes.push((ino, k)),
+                (None, _, Some(m)) => self.files.consider(dir.as_raw_fd(), fd, link, m, redact),
+                _ => {}
             }
         }
         self.fds = fds;
@@ -390,4 +439,78 @@ fn readlink<'b>(dir: RawFd, rel: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&
         return None;
     }
     Some(&buf[..n as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nasprobe_proto::FileMode;
+
+    /// A real process with a file open for reading (1000 bytes in) and one for writing (3
+    /// bytes written, a name with a secret): one walk finds both, with positions, sizes,
+    /// modes and the secret masked; an unchanged list is not sent again at once.
+    #[test]
+    fn open_files_of_a_real_process() {
+        let dir = std::env::temp_dir().join(format!("nasprobe-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("film.mkv");
+        std::fs::write(&src, vec![7u8; 5000]).unwrap();
+        let dst = dir.join("token=abc");
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "exec 3<\"$0\" 4>\"$1\"; head -c 1000 <&3 >/dev/null; printf abc >&4; echo ok; exec sleep 30",
+            ])
+            .arg(&src)
+            .arg(&dst)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ok = [0u8; 3];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut ok).unwrap();
+        let pid = child.id();
+        let root = Root::open(std::path::Path::new("/proc"), io::PROC_SUPER_MAGIC);
+        let mut c = Conns::new();
+        let top = [(pid, Comm::try_from("sleep").unwrap())];
+        let redact = |raw: &[u8], out: &mut Cmdline| {
+            crate::parse::pid::format_cmdline(
+                raw,
+                crate::parse::pid::DEFAULT_REDACT.iter().copied(),
+                nasprobe_proto::CMDLINE_LEN,
+                out,
+            )
+        };
+        let mut got = Vec::new();
+        c.sample(&root, &top, &[], &redact, &mut |e| got.push(e));
+        c.last = None;
+        c.sample(&root, &top, &[], &redact, &mut |e| got.push(e));
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(root.real, "/proc is the kernel's procfs here");
+        let files: Vec<_> = got
+            .iter()
+            .filter_map(|e| match e {
+                Event::OpenFiles(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            files.len(),
+            1,
+            "one event, the unchanged second list held back: {got:?}"
+        );
+        let p = &files[0].procs[0];
+        assert_eq!((p.pid, p.more), (pid, 0));
+        let find = |end: &str| p.files.iter().find(|f| f.path.ends_with(end)).cloned();
+        let r = find("/film.mkv").expect("the file read");
+        assert_eq!(
+            (r.fd, r.pos, r.size, r.mode),
+            (3, 1000, 5000, FileMode::Read)
+        );
+        assert!(r.path.starts_with('/'), "{}", r.path);
+        let w = find("/token=***").expect("the file written, its secret masked");
+        assert_eq!((w.fd, w.pos, w.size, w.mode), (4, 3, 3, FileMode::Write));
+        assert!(!format!("{files:?}").contains("abc"), "{files:?}");
+    }
 }

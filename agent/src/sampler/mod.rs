@@ -18,6 +18,7 @@
 mod conns;
 mod delta;
 mod devices;
+mod files;
 pub mod io;
 mod procs;
 
@@ -304,9 +305,17 @@ impl Sampler {
             .sample(&self.proc, &self.sys, &mut self.buf, !priming, target, emit);
         self.procs
             .sample(&self.proc, &mut self.buf, priming, out, emit);
-        if !priming {
+        if !priming && self.conns.due(&self.proc) {
             let top = self.procs.top_procs(nasprobe_proto::MAX_CONN_PROCS);
-            self.conns.sample(&self.proc, &top, emit);
+            let candidates = self.procs.io_candidates(files::IO_CANDIDATES);
+            let procs = &self.procs;
+            self.conns.sample(
+                &self.proc,
+                &top,
+                &candidates,
+                &|raw, out| procs.redact_path(raw, out),
+                emit,
+            );
         }
         self.memory(out);
         self.vm_tcp(out);

@@ -313,6 +313,43 @@ impl Procs {
             .collect()
     }
 
+    /// Processes that may be moving data now, for the open-files sampler to rank by I/O: those
+    /// running or in uninterruptible (I/O) sleep at their last read, or that used CPU then;
+    /// (pid, comm), at most `n` (lowest pids first), the agent itself left out.
+    pub fn io_candidates(&self, n: usize) -> Vec<(u32, Comm)> {
+        let me = std::process::id();
+        self.table
+            .iter()
+            .filter(|p| p.pid != me && (matches!(p.state, b'R' | b'D') || p.ticks() > 0))
+            .take(n)
+            .map(|p| {
+                let mut comm = Comm::new();
+                crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
+                (p.pid, comm)
+            })
+            .collect()
+    }
+
+    /// A file path redacted like a command line (one argument); a path longer than
+    /// CMDLINE_LEN keeps its end (the file's name) after `...`.
+    pub fn redact_path(&self, path: &[u8], out: &mut Cmdline) {
+        let mut cut = [0u8; CMDLINE_LEN];
+        let raw = if path.len() > CMDLINE_LEN {
+            let keep = CMDLINE_LEN - 3;
+            cut[..3].copy_from_slice(b"...");
+            cut[3..].copy_from_slice(&path[path.len() - keep..]);
+            &cut[..]
+        } else {
+            path
+        };
+        format_cmdline(
+            raw,
+            self.patterns.iter().map(|p| p.as_slice()),
+            CMDLINE_LEN,
+            out,
+        );
+    }
+
     /// True when the agent tracks `pid` now.
     pub fn is_tracked(&self, pid: u32) -> bool {
         self.table.binary_search_by_key(&pid, |p| p.pid).is_ok()
@@ -1085,4 +1122,30 @@ fn set_comm(p: &mut Proc, name: &[u8]) {
     let n = name.len().min(COMM_LEN);
     p.comm[..n].copy_from_slice(&name[..n]);
     p.comm_len = n as u8;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_redacted_and_long_ones_keep_their_end() {
+        let cfg = Config {
+            redact: vec!["secret".into()],
+            ..Config::default()
+        };
+        let p = Procs::new(&cfg, 100);
+        let mut out = Cmdline::new();
+        p.redact_path(b"/share/key=abc/a.mkv", &mut out);
+        assert_eq!(out.as_str(), "/share/key=***");
+        p.redact_path(b"/share/my secret dir/b", &mut out);
+        assert!(!out.contains("dir/b"), "{out}");
+        let long = format!("/share/{}/film.mkv", "d/".repeat(200));
+        p.redact_path(long.as_bytes(), &mut out);
+        assert!(
+            out.starts_with("...") && out.ends_with("/film.mkv"),
+            "{out}"
+        );
+        assert_eq!(out.len(), CMDLINE_LEN);
+    }
 }
