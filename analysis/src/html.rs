@@ -327,6 +327,18 @@ fn verdict_section(o: &mut String, r: &Report) {
         })
         .collect();
     list(o, "Progress", "progress", &progress);
+    let transfers: Vec<String> = r
+        .transfers
+        .iter()
+        .map(|t| format!("{}: {}", t.host, t.line()))
+        .collect();
+    list(o, "The item the copy is on", "transfers", &transfers);
+    let stalls: Vec<String> = r
+        .stalls
+        .iter()
+        .map(|s| format!("{}: {}", s.host, s.line()))
+        .collect();
+    list(o, "Crawls (under 5 MB/s)", "stalls", &stalls);
     o.push_str("</section>\n");
 }
 

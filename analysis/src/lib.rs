@@ -15,6 +15,7 @@ pub mod series;
 pub mod stats;
 pub mod text;
 pub mod time;
+pub mod transfers;
 pub mod verdict;
 
 pub use input::{GapInfo, HostData, Instance, TimedEvent, TimedSample};

@@ -31,6 +31,10 @@ pub struct Report {
     pub patterns: Vec<Pattern>,
     pub gaps: Vec<GapOut>,
     pub progress: Vec<Progress>,
+    /// The files the transfer's processes had open in the last minute of the window.
+    pub transfers: Vec<crate::transfers::Transfer>,
+    /// Periods where a transfer's own progress fell under 5 MB/s, with the file it was on.
+    pub stalls: Vec<crate::transfers::Stall>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -337,6 +341,7 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         .iter()
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();
+    let (transfers, stalls) = crate::transfers::build(hosts, from, to);
     let report = Report {
         window: Window {
             from: rfc3339(from),
@@ -350,6 +355,8 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         patterns,
         gaps,
         progress,
+        transfers,
+        stalls,
     };
     Analysis {
         raw,

@@ -84,6 +84,12 @@ pub fn render(r: &Report) -> String {
                 .unwrap_or_default()
         );
     }
+    for t in &r.transfers {
+        let _ = writeln!(o, "Transfer on {}: {}", t.host, t.line());
+    }
+    for s in &r.stalls {
+        let _ = writeln!(o, "Crawl on {}: {}", s.host, s.line());
+    }
     let _ = writeln!(
         o,
         "\n{:<12} {:>7} {:>6} {:<28} {:<22} {:<28} {:>9}",

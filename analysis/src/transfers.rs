@@ -1,0 +1,399 @@
+//! The item a copy is on, from the agents' `OpenFiles` records: per host, the files the
+//! transfer's processes had open in the last minute of the window with their progress
+//! (`transfers[]`), and the periods where a process's own progress through a file fell under
+//! [`STALL_MB_S`] for at least [`STALL_MIN_MS`] (`stalls[]`, with that file).
+//!
+//! A file counts as a transfer's only when its position moved at some point of the window (a
+//! log or database held open and idle is not a stalled copy). Its progress between two records
+//! is the position's difference over their time; a position that went back (a rewind, a new
+//! file under the same descriptor and name) starts over.
+
+use std::collections::BTreeMap;
+
+use nasprobe_proto::{Event, FileMode};
+use serde::Serialize;
+
+use crate::input::HostData;
+use crate::time::rfc3339;
+use crate::verdict::{MB, round2};
+
+/// Under this, a copy crawls (the seed's "when a copy falls under 5 MB/s").
+pub const STALL_MB_S: f64 = 5.0;
+/// A crawl shorter than this is not reported.
+pub const STALL_MIN_MS: u64 = 5_000;
+/// `transfers[]` covers this much before the window's end.
+pub const LAST_MS: u64 = 60_000;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Transfer {
+    pub host: String,
+    pub pid: u32,
+    pub process: String,
+    pub path: String,
+    /// `read`, `write` or `read_write`.
+    pub mode: &'static str,
+    pub position_bytes: u64,
+    pub size_bytes: u64,
+    /// The position's progress over the last minute (null with a single record).
+    pub mb_s: Option<f64>,
+    /// When it was last seen open.
+    pub seen: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Stall {
+    pub host: String,
+    pub from: String,
+    pub to: String,
+    pub seconds: f64,
+    /// The process's progress through the file over the period.
+    pub mb_s: f64,
+    /// The file it was on.
+    pub item: String,
+    pub pid: u32,
+    pub process: String,
+    pub position_bytes: u64,
+    pub size_bytes: u64,
+    /// `read`, `write` or `read_write`.
+    pub mode: &'static str,
+}
+
+impl Transfer {
+    /// "cp [4242] writing /share/a.mkv: 1.20 GB of 5.00 GB, 38.2 MB/s" (paths as sanitized
+    /// at decoding; the HTML escapes it again).
+    pub fn line(&self) -> String {
+        let verb = match self.mode {
+            "read" => "reading",
+            "write" => "writing",
+            _ => "on",
+        };
+        format!(
+            "{} [{}] {verb} {}: {:.2} GB of {:.2} GB{}",
+            self.process,
+            self.pid,
+            self.path,
+            self.position_bytes as f64 / 1e9,
+            self.size_bytes as f64 / 1e9,
+            self.mb_s
+                .map(|r| format!(", {r:.1} MB/s"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+impl Stall {
+    /// "2026-12-01 12:00:05 .. 12:00:31 (26 s): 2.1 MB/s on /share/a.mkv (dd [4242])".
+    pub fn line(&self) -> String {
+        format!(
+            "{} .. {} ({}): {:.1} MB/s on {} ({} [{}])",
+            self.from.replace('T', " ").replace('Z', ""),
+            self.to.get(11..19).unwrap_or(&self.to),
+            crate::time::dur(self.seconds),
+            self.mb_s,
+            self.item,
+            self.process,
+            self.pid
+        )
+    }
+}
+
+/// (time_ms, pos, size) of one record of a file.
+type Point = (u64, u64, u64);
+
+/// One file of one process over the window, its points in time order.
+struct Track<'a> {
+    process: &'a str,
+    mode: FileMode,
+    points: Vec<Point>,
+}
+
+fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, &str), Track<'_>> {
+    let mut out: BTreeMap<(u32, &str), Track<'_>> = BTreeMap::new();
+    for e in h
+        .events
+        .iter()
+        .filter(|e| e.time_ms >= from && e.time_ms <= to)
+    {
+        let Event::OpenFiles(o) = &e.event else {
+            continue;
+        };
+        for p in &o.procs {
+            for f in &p.files {
+                let t = out.entry((p.pid, f.path.as_str())).or_insert(Track {
+                    process: p.comm.as_str(),
+                    mode: f.mode,
+                    points: Vec::new(),
+                });
+                t.mode = f.mode;
+                t.points.push((e.time_ms, f.pos, f.size));
+            }
+        }
+    }
+    for t in out.values_mut() {
+        t.points.sort_by_key(|p| p.0);
+    }
+    out
+}
+
+fn moved(t: &Track) -> bool {
+    t.points.windows(2).any(|w| w[1].1 != w[0].1)
+}
+
+fn mb_s(bytes: u64, ms: u64) -> f64 {
+    if ms == 0 {
+        return 0.0;
+    }
+    round2(bytes as f64 / MB / (ms as f64 / 1000.0))
+}
+
+/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`.
+pub fn build(hosts: &[HostData], from: u64, to: u64) -> (Vec<Transfer>, Vec<Stall>) {
+    let mut transfers = Vec::new();
+    let mut stalls = Vec::new();
+    for h in hosts {
+        let all = tracks(h, from, to);
+        for ((pid, path), t) in &all {
+            let recent: Vec<_> = t
+                .points
+                .iter()
+                .filter(|p| p.0 + LAST_MS >= to)
+                .copied()
+                .collect();
+            if let (Some(first), Some(last)) = (recent.first(), recent.last())
+                && (moved(t) || (t.points.len() == 1 && last.1 > 0))
+            {
+                let rate = (recent.len() > 1 && last.1 >= first.1)
+                    .then(|| mb_s(last.1 - first.1, last.0 - first.0));
+                transfers.push(Transfer {
+                    host: h.name.clone(),
+                    pid: *pid,
+                    process: t.process.to_string(),
+                    path: path.to_string(),
+                    mode: t.mode.name(),
+                    position_bytes: last.1,
+                    size_bytes: last.2,
+                    mb_s: rate,
+                    seen: rfc3339(last.0),
+                });
+            }
+            if moved(t) {
+                stalls.extend(crawls(&h.name, *pid, path, t));
+            }
+        }
+    }
+    transfers.sort_by(|a, b| {
+        (b.mb_s.unwrap_or(0.0), b.position_bytes)
+            .partial_cmp(&(a.mb_s.unwrap_or(0.0), a.position_bytes))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    (transfers, dedupe(stalls))
+}
+
+/// The periods of `t` under STALL_MB_S lasting STALL_MIN_MS or more.
+fn crawls(host: &str, pid: u32, path: &str, t: &Track) -> Vec<Stall> {
+    let mut out = Vec::new();
+    // The run being built: its first and last point.
+    let mut run: Option<(Point, Point)> = None;
+    let close = |run: Option<(Point, Point)>, out: &mut Vec<Stall>| {
+        if let Some((a, b)) = run
+            && b.0 - a.0 >= STALL_MIN_MS
+        {
+            out.push(Stall {
+                host: host.to_string(),
+                from: rfc3339(a.0),
+                to: rfc3339(b.0),
+                seconds: round2((b.0 - a.0) as f64 / 1000.0),
+                mb_s: mb_s(b.1 - a.1, b.0 - a.0),
+                item: path.to_string(),
+                pid,
+                process: t.process.to_string(),
+                position_bytes: b.1,
+                size_bytes: b.2,
+                mode: t.mode.name(),
+            });
+        }
+    };
+    for w in t.points.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let slow = b.1 >= a.1 && b.0 > a.0 && mb_s(b.1 - a.1, b.0 - a.0) < STALL_MB_S;
+        if slow {
+            run = Some((run.map_or(a, |r| r.0), b));
+        } else {
+            close(run.take(), &mut out);
+        }
+    }
+    close(run, &mut out);
+    out
+}
+
+/// One stall per host, process and period: a `cp` crawls through the file it reads and the
+/// one it writes at once; the written one is kept (then the longer).
+fn dedupe(mut stalls: Vec<Stall>) -> Vec<Stall> {
+    stalls.sort_by(|a, b| {
+        (&a.host, a.pid, &a.from, std::cmp::Reverse(&a.to)).cmp(&(
+            &b.host,
+            b.pid,
+            &b.from,
+            std::cmp::Reverse(&b.to),
+        ))
+    });
+    let mut out: Vec<Stall> = Vec::new();
+    for s in stalls {
+        if let Some(k) = out
+            .iter()
+            .position(|o| o.host == s.host && o.pid == s.pid && o.from <= s.to && s.from <= o.to)
+        {
+            let rank = |s: &Stall| (s.mode == "write", s.seconds);
+            if rank(&s) > rank(&out[k]) {
+                out[k] = s;
+            }
+            continue;
+        }
+        out.push(s);
+    }
+    out.sort_by(|a, b| (&a.from, &a.host).cmp(&(&b.from, &b.host)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::TimedEvent;
+    use nasprobe_proto::{OpenFile, OpenFiles, ProcFiles};
+
+    const T0: u64 = 1_764_590_400_000;
+
+    fn ev(t_s: u64, pid: u32, comm: &str, files: &[(&str, u64, FileMode)]) -> TimedEvent {
+        let files = files
+            .iter()
+            .enumerate()
+            .map(|(k, (path, pos, mode))| OpenFile {
+                fd: 3 + k as u32,
+                path: (*path).try_into().unwrap(),
+                pos: *pos,
+                size: (*pos).max(1_000),
+                mode: *mode,
+            })
+            .collect::<Vec<_>>();
+        let mut procs = heapless::Vec::new();
+        procs
+            .push(ProcFiles {
+                pid,
+                comm: comm.try_into().unwrap(),
+                files: heapless::Vec::from_slice(&files).unwrap(),
+                more: 0,
+            })
+            .unwrap();
+        TimedEvent {
+            time_ms: T0 + t_s * 1000,
+            instance: 0,
+            seq: t_s,
+            event: Event::OpenFiles(OpenFiles { procs }),
+        }
+    }
+
+    /// dd at 20 MB/s for 20 s, then 1 MB/s for 20 s; a log held open and idle by syslogd.
+    fn host() -> HostData {
+        let mut h = HostData {
+            name: "nas".into(),
+            ..Default::default()
+        };
+        let mut pos = 0u64;
+        for t in (0..=40).step_by(2) {
+            h.events
+                .push(ev(t, 42, "dd", &[("/mnt/<big>.img", pos, FileMode::Write)]));
+            h.events.push(ev(
+                t,
+                7,
+                "syslogd",
+                &[("/var/log/messages", 5_000, FileMode::Write)],
+            ));
+            pos += if t < 20 { 40_000_000 } else { 2_000_000 };
+        }
+        h
+    }
+
+    #[test]
+    fn a_crawl_is_found_with_its_item_and_the_idle_log_is_not() {
+        let (tr, st) = build(&[host()], T0, T0 + 40_000);
+        assert_eq!(tr.len(), 1, "{tr:?}");
+        let t = &tr[0];
+        assert_eq!(
+            (t.pid, t.path.as_str(), t.mode),
+            (42, "/mnt/<big>.img", "write")
+        );
+        // The last minute is the whole window: 402 MB... in 40 s.
+        assert_eq!(t.position_bytes, 400_000_000 + 20_000_000);
+        assert!((t.mb_s.unwrap() - 10.5).abs() < 0.01, "{t:?}");
+        assert_eq!(st.len(), 1, "{st:?}");
+        let s = &st[0];
+        assert_eq!(
+            (s.item.as_str(), s.pid, s.process.as_str()),
+            ("/mnt/<big>.img", 42, "dd")
+        );
+        assert_eq!((s.from.as_str(), s.seconds), ("2025-12-01T12:00:20Z", 20.0));
+        assert!((s.mb_s - 1.0).abs() < 0.01, "{s:?}");
+        assert!(
+            s.line().contains("1.0 MB/s on /mnt/<big>.img (dd [42])"),
+            "{}",
+            s.line()
+        );
+    }
+
+    #[test]
+    fn a_short_dip_is_no_crawl_and_a_cp_crawls_once_on_what_it_writes() {
+        let mut h = HostData {
+            name: "nas".into(),
+            ..Default::default()
+        };
+        // 4 s slow in the middle: under STALL_MIN_MS.
+        let mut pos = 0u64;
+        for t in (0..=20).step_by(2) {
+            h.events.push(ev(
+                t,
+                9,
+                "cp",
+                &[("/a", pos, FileMode::Read), ("/b", pos, FileMode::Write)],
+            ));
+            pos += if (8..12).contains(&t) {
+                1_000_000
+            } else {
+                50_000_000
+            };
+        }
+        let (_, st) = build(&[h.clone()], T0, T0 + 20_000);
+        assert!(st.is_empty(), "{st:?}");
+        // Then slow for good: one crawl, on the written file.
+        for t in (22..=40).step_by(2) {
+            h.events.push(ev(
+                t,
+                9,
+                "cp",
+                &[("/a", pos, FileMode::Read), ("/b", pos, FileMode::Write)],
+            ));
+            pos += 1_000_000;
+        }
+        let (tr, st) = build(&[h], T0, T0 + 40_000);
+        assert_eq!(tr.len(), 2);
+        assert_eq!(st.len(), 1, "{st:?}");
+        assert_eq!((st[0].item.as_str(), st[0].mode), ("/b", "write"));
+    }
+
+    #[test]
+    fn html_and_text_show_them_with_paths_escaped() {
+        let hosts = [host()];
+        let a = crate::report::analyze(&hosts, &crate::report::Options::default());
+        let html = crate::html::render(&hosts, &a);
+        assert!(html.contains("/mnt/&lt;big&gt;.img"), "escaped in HTML");
+        assert!(!html.contains("<big>"));
+        let text = crate::text::render(&a.report);
+        assert!(text.contains("Crawl on nas: "), "{text}");
+        assert!(
+            text.contains("Transfer on nas: dd [42] writing /mnt/<big>.img"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&a.report).unwrap();
+        assert_eq!(json["stalls"][0]["item"], "/mnt/<big>.img");
+        assert_eq!(json["transfers"][0]["size_bytes"], 420_000_000);
+    }
+}
