@@ -248,7 +248,39 @@ fn plain_line_raw(h: &HostLive) -> String {
             m.used_mib, m.total_mib, m.swap_used_mib
         );
     }
+    if let Some(i) = item_text(h) {
+        s += &format!(" | item {i}");
+    }
     s
+}
+
+/// An item older than this (against the newest sample) is gone: the agent resends an
+/// unchanged list every 10 s while the file stays open.
+const ITEM_STALE_MS: u64 = 15_000;
+
+/// The file the host's transfer is on now: `dd [4242] writing /mnt/a.img 1.20/5.00 GB` (the
+/// first file of the first process: the agent sends the busiest process first and, within a
+/// process, the files that moved first). Sanitized again for the terminal.
+pub(crate) fn item_text(h: &HostLive) -> Option<String> {
+    let (at, files) = h.files.as_ref()?;
+    if h.last.as_ref().is_some_and(|l| l.1 > at + ITEM_STALE_MS) {
+        return None;
+    }
+    let p = files.procs.iter().find(|p| !p.files.is_empty())?;
+    let f = &p.files[0];
+    let verb = match f.mode {
+        nasprobe_proto::FileMode::Read => "reading",
+        nasprobe_proto::FileMode::Write => "writing",
+        nasprobe_proto::FileMode::ReadWrite => "on",
+    };
+    Some(nasprobe_proto::sanitize::text(&format!(
+        "{} [{}] {verb} {} {:.2}/{:.2} GB",
+        p.comm,
+        p.pid,
+        f.path,
+        f.pos as f64 / 1e9,
+        f.size as f64 / 1e9
+    )))
 }
 
 /// `process/thread [tid] 97% of a core`; the thread's name only when it differs from the
@@ -786,6 +818,10 @@ fn draw_host(
     } else {
         lines.push(Line::from("waiting for the first sample..."));
     }
+    if let Some(i) = item_text(h) {
+        lines.push(head("item"));
+        lines.push(Line::from(i));
+    }
     if !h.events.is_empty() {
         lines.push(head("events"));
         for (t, e) in h.events.iter().rev().take(if compact { 2 } else { 5 }) {
@@ -963,5 +999,37 @@ fn body_lines(
                 m.swap_used_mib, m.swap_total_mib, m.swap_pages_s
             )),
         ]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_current_item_is_shown_escaped_and_dropped_when_stale() {
+        let live = crate::conn::Live::new(&[crate::hosts::HostSpec {
+            name: "nas".into(),
+            addr: "127.0.0.1:1".into(),
+            token_file: None,
+        }]);
+        let mut h = live.snapshot().remove(0);
+        assert_eq!(item_text(&h), None);
+        let nasprobe_proto::Event::OpenFiles(mut f) = crate::testing::open_files_event(42) else {
+            unreachable!()
+        };
+        f.procs[0].files[0].path = "/v/\u{1b}]0;pwned\u{7}.mkv".try_into().unwrap();
+        h.files = Some((1_000_000, f));
+        let t = item_text(&h).unwrap();
+        assert_eq!(t, "cp [42] reading /v/␛]0;pwned␇.mkv 2.00/5.00 GB");
+        h.hello = Some(nasprobe_proto::Hello::default());
+        h.last = Some((8, 1_000_500, Box::default()));
+        assert!(
+            plain_line(&h).contains("| item cp [42] reading /v/␛"),
+            "{}",
+            plain_line(&h)
+        );
+        h.last = Some((9, 1_000_000 + ITEM_STALE_MS + 1, Box::default()));
+        assert_eq!(item_text(&h), None, "a stale item is gone");
     }
 }
