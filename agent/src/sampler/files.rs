@@ -155,7 +155,13 @@ impl Files {
         proc: u8,
         redact: &dyn Fn(&[u8], &mut Cmdline),
     ) {
-        if !link.starts_with(b"/") {
+        // Terminals, /dev/null, procfs and sysfs files and memfds (`/memfd:x (deleted)`) are
+        // no copy's item: left out before the fstatat.
+        if !link.starts_with(b"/")
+            || [&b"/dev/"[..], b"/proc/", b"/sys/", b"/memfd:"]
+                .iter()
+                .any(|p| link.starts_with(p))
+        {
             return;
         }
         let k = proc as usize;
