@@ -17,38 +17,21 @@ source "$REPO/tests/e2e/lib/skip.sh"
 [[ $(id -u) == 0 ]] || e2e_skip crawl_item "needs root for a loop device and the blkio cgroup"
 for c in losetup mkfs.ext4 jq dd; do command -v "$c" >/dev/null || fail "$c is missing"; done
 
+# shellcheck source=tests/e2e/lib/loopdisk.sh
+source "$REPO/tests/e2e/lib/loopdisk.sh"
 TMP="$(mktemp -d /tmp/nasprobe-crawl.XXXXXX)"
-LOOP="" CG="" PIDS=()
+PIDS=()
 cleanup() {
     local p
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    mountpoint -q "$TMP/mnt" 2>/dev/null && umount "$TMP/mnt"
-    [[ -z $LOOP ]] || losetup -d "$LOOP" 2>/dev/null || true
-    [[ -z $CG ]] || rmdir "$CG" 2>/dev/null || true
+    ld_cleanup
     rm -rf "$TMP"
 }
 trap cleanup EXIT
 
-truncate -s 300M "$TMP/disk.img"
-LOOP=$(losetup -f --show "$TMP/disk.img")
-mkfs.ext4 -q -F "$LOOP"
-mkdir -p "$TMP/mnt"
-mount "$LOOP" "$TMP/mnt"
-MAJMIN=$(lsblk -dno MAJ:MIN "$LOOP" | tr -d ' ')
-RATE=$((3 * 1000 * 1000))
-if [[ -d /sys/fs/cgroup/blkio ]]; then
-    CG=/sys/fs/cgroup/blkio/nasprobe-crawl-$$
-    mkdir "$CG"
-    echo "$MAJMIN $RATE" >"$CG/blkio.throttle.write_bps_device"
-elif [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
-    CG=/sys/fs/cgroup/nasprobe-crawl-$$
-    echo +io >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-    mkdir "$CG"
-    echo "$MAJMIN wbps=$RATE" >"$CG/io.max"
-else
-    fail "no blkio/io cgroup controller here"
-fi
+# dd (not the agent) goes in the cgroup: its writes to the loop device at 3 MB/s.
+ld_setup 300M $((3 * 1000 * 1000)) crawl
 
 PORT=$((20000 + RANDOM % 20000))
 "$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TMP/token" --interval 500 --nice 0 \

@@ -1,7 +1,7 @@
 //! `/proc/PID/fdinfo/N` (a descriptor's offset and open flags) and `/proc/PID/io` (a process's
 //! storage bytes): what tells which file a transfer is on and how far it got.
 
-use super::{ParseError, fields, lines, parse_u64};
+use super::{ParseError, fields, lines, parse_u64, parse_u64_radix};
 
 /// One descriptor's `pos:` and `flags:` (kernel 2.6.22+; 3.10 has both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,21 +22,6 @@ pub fn access(flags: u32) -> Option<(bool, bool)> {
     }
 }
 
-fn octal_u32(s: &[u8]) -> Option<u32> {
-    if s.is_empty() || s.len() > 11 {
-        return None;
-    }
-    let mut v: u32 = 0;
-    for &b in s {
-        let d = b.wrapping_sub(b'0');
-        if d > 7 {
-            return None;
-        }
-        v = v.checked_mul(8)?.checked_add(d as u32)?;
-    }
-    Some(v)
-}
-
 /// `pos:\t1048576\nflags:\t0100001\nmnt_id:\t29\n...`: the first two lines the kernel writes;
 /// other lines (mnt_id, ino, eventfd/inotify details) are ignored.
 pub fn parse_fdinfo(buf: &[u8]) -> Result<FdInfo, ParseError> {
@@ -50,7 +35,8 @@ pub fn parse_fdinfo(buf: &[u8]) -> Result<FdInfo, ParseError> {
             }
             Some(b"flags:") => {
                 let v = f.next().ok_or(ParseError::Truncated("fdinfo flags"))?;
-                flags = Some(octal_u32(v).ok_or(ParseError::Malformed("fdinfo flags"))?);
+                flags = parse_u64_radix(v, 8).and_then(|f| u32::try_from(f).ok());
+                flags.ok_or(ParseError::Malformed("fdinfo flags"))?;
             }
             _ => {}
         }
