@@ -228,7 +228,7 @@ impl Files {
     pub(crate) fn finish(&mut self, emit: &mut dyn FnMut(Event)) {
         // Per process: moved files first, then the furthest along.
         self.found
-            .sort_by_key(|f| (f.proc, !f.moved, std::cmp::Reverse(f.file.pos)));
+            .sort_unstable_by_key(|f| (f.proc, !f.moved, std::cmp::Reverse(f.file.pos)));
         let mut ev = OpenFiles {
             procs: heapless::Vec::new(),
         };
