@@ -188,6 +188,9 @@ pub(crate) struct Procs {
     pub pending_dropped: u32,
     /// Announced pids that ended before a sample read them, since the last sample.
     short_kernel: u32,
+    /// Processes left out of [`Procs::io_candidates`] past its bound, since the start.
+    pub candidates_left: u32,
+    log_candidates: Once,
     log_stat: Once,
     log_full: Once,
     log_slots: Once,
@@ -248,6 +251,8 @@ impl Procs {
             pending: Vec::with_capacity(PENDING_PIDS),
             pending_dropped: 0,
             short_kernel: 0,
+            candidates_left: 0,
+            log_candidates: Once::default(),
             log_stat: Once::default(),
             log_full: Once::default(),
             log_slots: Once::default(),
@@ -315,13 +320,26 @@ impl Procs {
 
     /// Processes that may be moving data now, for the open-files sampler to rank by I/O: those
     /// running or in uninterruptible (I/O) sleep at their last read, or that used CPU then;
-    /// (pid, comm), at most `n` (lowest pids first), the agent itself left out.
-    pub fn io_candidates(&self, n: usize) -> Vec<(u32, Comm)> {
+    /// (pid, comm), the agent itself left out. At most `n`: those in I/O sleep first, then the
+    /// busiest; the others are counted in `candidates_left` (and logged once).
+    pub fn io_candidates(&mut self, n: usize) -> Vec<(u32, Comm)> {
         let me = std::process::id();
-        self.table
+        let mut c: Vec<&Proc> = self
+            .table
             .iter()
             .filter(|p| p.pid != me && (matches!(p.state, b'R' | b'D') || p.ticks() > 0))
-            .take(n)
+            .collect();
+        if c.len() > n {
+            let left = c.len() - n;
+            c.sort_unstable_by_key(|p| (p.state != b'D', std::cmp::Reverse(p.ticks())));
+            c.truncate(n);
+            self.candidates_left = self.candidates_left.saturating_add(left as u32);
+            self.log_candidates.warn(format_args!(
+                "more than {n} processes running or in I/O sleep: the open-files sampler looks \
+                 at those in I/O sleep and the busiest ({left} left out this time)"
+            ));
+        }
+        c.iter()
             .map(|p| {
                 let mut comm = Comm::new();
                 crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
@@ -1127,6 +1145,47 @@ fn set_comm(p: &mut Proc, name: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_candidates_are_bounded_io_sleep_first_then_the_busiest() {
+        let mut p = Procs::new(&Config::default(), 100);
+        let proc = |pid, state, ticks| Proc {
+            pid,
+            ppid: 1,
+            start: 0,
+            utime: 0,
+            stime: 0,
+            run_delay: 0,
+            fd: -1,
+            read_at: 0,
+            rd_at: 0,
+            threads: 1,
+            d_utime: ticks,
+            d_stime: 0,
+            comm: [b'x'; COMM_LEN],
+            comm_len: 1,
+            state,
+            flags: 0,
+            slot: NO_SLOT,
+            exit_raw: 0,
+            exit_ns: 0,
+        };
+        p.table = vec![
+            proc(10, b'R', 0),
+            proc(11, b'S', 0),
+            proc(12, b'S', 5),
+            proc(13, b'D', 0),
+        ];
+        let all: Vec<u32> = p.io_candidates(8).iter().map(|c| c.0).collect();
+        assert_eq!(
+            all,
+            [10, 12, 13],
+            "running, busy or in I/O sleep; idle left out"
+        );
+        let two: Vec<u32> = p.io_candidates(2).iter().map(|c| c.0).collect();
+        assert_eq!(two, [13, 12], "I/O sleep first, then the busiest");
+        assert_eq!(p.candidates_left, 1);
+    }
 
     #[test]
     fn paths_are_redacted_and_long_ones_keep_their_end() {
