@@ -9,7 +9,8 @@
 # shellcheck shell=bash
 LOOP="" CG="" DEV="" MAJMIN=""
 ld_setup() {
-    local size=$1 rate=$2 tag=$3
+    local size=$1 rate=$2 tag=$3 c
+    for c in losetup mkfs.ext4 lsblk mount; do command -v "$c" >/dev/null || fail "$c is missing"; done
     truncate -s "$size" "$TMP/disk.img"
     LOOP=$(losetup -f --show "$TMP/disk.img")
     mkfs.ext4 -q -F "$LOOP"
