@@ -758,6 +758,7 @@ pub fn event_cases(attack: Attack) -> (Vec<Event>, Vec<(&'static str, Event)>) {
 /// Names with escapes, for [`Attack::Names`] (each fits its field's capacity).
 pub const EVIL_COMM: &str = "\u{1b}]52;c;aGk=\u{7}"; // OSC 52: writes "hi" to the clipboard
 pub const EVIL_TITLE: &str = "nas\u{1b}]0;pwned\u{7}\u{1b}[2J";
+pub const EVIL_PATH: &str = "/share/\u{1b}]0;pwned\u{7}\u{202e}vkm.exe";
 pub const EVIL_CMDLINE: &str =
     "rsync\u{1b}]52;c;cHduZWQ=\u{7} \u{202e}gpj.exe \u{9b}31m\u{7f} --bwlimit=0";
 
@@ -889,6 +890,18 @@ pub fn hostile_script(attack: Attack, hello: &Hello) -> Vec<Message> {
                     round % 2 == 0,
                 );
                 out.push(rec(seq, at(seq), RecordBody::Event(ev)));
+                seq += 1;
+            }
+            // Names only: the file a copy is on, its path and process with escapes, moving.
+            for k in 0..2 * u64::from(attack == Attack::Names) {
+                let Event::OpenFiles(mut o) = open_files_event(4100) else {
+                    unreachable!("open_files_event makes an OpenFiles")
+                };
+                o.procs[0].comm = s(&names[0]);
+                let f = &mut o.procs[0].files[0];
+                f.path = s(EVIL_PATH);
+                f.pos += k * 100_000_000;
+                out.push(rec(seq, at(seq), RecordBody::Event(Event::OpenFiles(o))));
                 seq += 1;
             }
         }

@@ -101,8 +101,8 @@ fn assert_safe(what: &str, b: &[u8]) {
 #[test]
 fn names_with_escapes_never_reach_an_output() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, live) = collect(dir.path(), Attack::Names, |h| h.received >= 10);
-    assert_eq!(live.received, 10, "{live:?}");
+    let (db, live) = collect(dir.path(), Attack::Names, |h| h.received >= 12);
+    assert_eq!(live.received, 12, "{live:?}");
     let h = live.hello.as_ref().unwrap();
     assert!(h.host_name.contains('␛'), "{:?}", h.host_name);
     let html = dir.path().join("r.html");
@@ -134,6 +134,11 @@ fn names_with_escapes_never_reach_an_output() {
         "stand-ins shown in the HTML"
     );
     assert!(seen_standin, "the stand-ins are shown, not dropped");
+    // The item a copy is on: its path is shown with stand-ins in transfers[] and stalls[].
+    let o = np(&db, &["report", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let path = v["transfers"][0]["path"].as_str().unwrap_or_default();
+    assert!(path.starts_with("/share/␛]0;pwned␇"), "{}", v["transfers"]);
 }
 
 /// A database an older collector wrote with raw escapes is shown safely too (the read edge).
@@ -397,7 +402,7 @@ fn csv_fields_that_look_like_formulas_are_neutralized() {
 #[test]
 fn a_corrupt_row_is_skipped_named_and_reported_as_a_gap() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, _) = collect(dir.path(), Attack::Names, |h| h.received >= 10);
+    let (db, _) = collect(dir.path(), Attack::Names, |h| h.received >= 12);
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute("UPDATE samples SET body = x'' WHERE seq = 3", [])
         .unwrap();

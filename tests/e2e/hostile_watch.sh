@@ -2,8 +2,9 @@
 # `nasprobe watch` against a hostile agent that puts terminal escapes into every name (issue 19,
 # finding 1): ESC[2J (clear screen), OSC 0 (window/pane title), OSC 52 (clipboard write), C1
 # controls, DEL and a bidi override, in the Hello's host, disk, NIC and mount names and in
-# process names and command lines. In a real terminal (tmux with set-clipboard on, so an OSC 52
-# that got through would become a paste buffer):
+# process names, command lines and the path of the file a copy is on (watch's item). In a real
+# terminal (tmux with set-clipboard on, so an OSC 52 that got through would become a paste
+# buffer):
 #  - the pane title stays what the test set, no paste buffer is written;
 #  - the panel shows the host with visible stand-ins (`␛`);
 #  - the plain fallback (stdout a pipe) has no control byte at all.
@@ -95,6 +96,8 @@ say "terminal: pane title unchanged, no paste buffer, stand-ins shown"
 # --- not a terminal -----------------------------------------------------------------------------
 "$BIN/nasprobe" --db "$TMP/w2.db" --token-file "$TOK" watch --duration 3s "evil=$ADDR" >"$TMP/plain.txt"
 grep -q '^evil \[' "$TMP/plain.txt" || fail "no plain line for the host: $(cat -v "$TMP/plain.txt")"
+grep -q '| item .* reading /share/␛]0;pwned␇' "$TMP/plain.txt" ||
+    fail "no item (the file a copy is on) with stand-ins in: $(cat -v "$TMP/plain.txt")"
 if LC_ALL=C grep -nP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]' "$TMP/plain.txt"; then
     fail "a control byte in the plain output"
 fi
