@@ -6,7 +6,9 @@
 //! A file counts as a transfer's only when its position moved at some point of the window (a
 //! log or database held open and idle is not a stalled copy). Its progress between two records
 //! is the position's difference over their time; a position that went back (a rewind, a new
-//! file under the same descriptor and name) starts over.
+//! file under the same descriptor and name) starts over. A file written with `pwrite` (Samba,
+//! which writes at the offsets of the client's requests) keeps its position: when only its size
+//! moves, the size is its progress.
 
 use std::collections::BTreeMap;
 
@@ -105,6 +107,15 @@ struct Track<'a> {
     process: &'a str,
     mode: FileMode,
     points: Vec<Point>,
+    /// The position never moved but the size did: progress is the size.
+    by_size: bool,
+}
+
+impl Track<'_> {
+    /// The progress of a point: its position, or its size (see `by_size`).
+    fn at(&self, p: &Point) -> u64 {
+        if self.by_size { p.2 } else { p.1 }
+    }
 }
 
 fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, &str), Track<'_>> {
@@ -123,6 +134,7 @@ fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, &str), Track<'_>> 
                     process: p.comm.as_str(),
                     mode: f.mode,
                     points: Vec::new(),
+                    by_size: false,
                 });
                 t.mode = f.mode;
                 t.points.push((e.time_ms, f.pos, f.size));
@@ -131,12 +143,14 @@ fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, &str), Track<'_>> 
     }
     for t in out.values_mut() {
         t.points.sort_by_key(|p| p.0);
+        let changed = |f: fn(&Point) -> u64| t.points.windows(2).any(|w| f(&w[1]) != f(&w[0]));
+        t.by_size = !changed(|p| p.1) && changed(|p| p.2);
     }
     out
 }
 
 fn moved(t: &Track) -> bool {
-    t.points.windows(2).any(|w| w[1].1 != w[0].1)
+    t.points.windows(2).any(|w| t.at(&w[1]) != t.at(&w[0]))
 }
 
 fn mb_s(bytes: u64, ms: u64) -> f64 {
@@ -162,8 +176,8 @@ pub fn build(hosts: &[HostData], from: u64, to: u64) -> (Vec<Transfer>, Vec<Stal
             if let (Some(first), Some(last)) = (recent.first(), recent.last())
                 && (moved(t) || (t.points.len() == 1 && last.1 > 0))
             {
-                let rate = (recent.len() > 1 && last.1 >= first.1)
-                    .then(|| mb_s(last.1 - first.1, last.0 - first.0));
+                let (p0, p1) = (t.at(first), t.at(last));
+                let rate = (recent.len() > 1 && p1 >= p0).then(|| mb_s(p1 - p0, last.0 - first.0));
                 transfers.push(Transfer {
                     host: h.name.clone(),
                     pid: *pid,
@@ -203,7 +217,7 @@ fn crawls(host: &str, pid: u32, path: &str, t: &Track) -> Vec<Stall> {
                 from: rfc3339(a.0),
                 to: rfc3339(b.0),
                 seconds: round2((b.0 - a.0) as f64 / 1000.0),
-                mb_s: mb_s(b.1 - a.1, b.0 - a.0),
+                mb_s: mb_s(t.at(&b) - t.at(&a), b.0 - a.0),
                 item: path.to_string(),
                 pid,
                 process: t.process.to_string(),
@@ -215,7 +229,8 @@ fn crawls(host: &str, pid: u32, path: &str, t: &Track) -> Vec<Stall> {
     };
     for w in t.points.windows(2) {
         let (a, b) = (w[0], w[1]);
-        let slow = b.1 >= a.1 && b.0 > a.0 && mb_s(b.1 - a.1, b.0 - a.0) < STALL_MB_S;
+        let (pa, pb) = (t.at(&a), t.at(&b));
+        let slow = pb >= pa && b.0 > a.0 && mb_s(pb - pa, b.0 - a.0) < STALL_MB_S;
         if slow {
             run = Some((run.map_or(a, |r| r.0), b));
         } else {
@@ -377,6 +392,34 @@ mod tests {
         assert_eq!(tr.len(), 2);
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mode), ("/b", "write"));
+    }
+
+    /// Samba writes with pwrite: the position stays 0, the size grows (2 MB/s): that is the
+    /// progress.
+    #[test]
+    fn a_pwrite_writer_progresses_by_its_size() {
+        let mut h = HostData {
+            name: "nas".into(),
+            ..Default::default()
+        };
+        for t in (0..=20).step_by(2) {
+            let mut e = ev(
+                t,
+                5,
+                "smbd",
+                &[("/share/x.iso", t * 2_000_000, FileMode::Write)],
+            );
+            if let Event::OpenFiles(o) = &mut e.event {
+                o.procs[0].files[0].pos = 0;
+            }
+            h.events.push(e);
+        }
+        let (tr, st) = build(&[h], T0, T0 + 20_000);
+        assert_eq!(tr.len(), 1, "{tr:?}");
+        assert_eq!((tr[0].position_bytes, tr[0].size_bytes), (0, 40_000_000));
+        assert_eq!(tr[0].mb_s, Some(2.0));
+        assert_eq!(st.len(), 1, "{st:?}");
+        assert_eq!((st[0].item.as_str(), st[0].mb_s), ("/share/x.iso", 2.0));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! Read in the same walk of `/proc/PID/fd` as the connections ([`super::conns`]), so at the
 //! same cadence (at most every 2 s). Bounded: [`IO_CANDIDATES`] `/proc/PID/io` reads per round,
 //! [`FILES_READ_PER_PROC`] regular files looked at per process, [`MAX_PROC_FILES`] sent per
-//! process (those that moved since the last round first; the rest counted in `more`). Sparse:
+//! process (those whose position or size moved since the last round first; the rest counted in
+//! `more`). Sparse:
 //! an event only when a process has such a file and the list changed, or every
 //! [`RESEND_AFTER`] while it stays the same (a stalled copy keeps its item visible).
 
@@ -42,9 +43,9 @@ pub(crate) struct Files {
     io_next: Vec<(u32, u64)>,
     /// The processes looked at this round, in order of choice.
     movers: Vec<(u32, Comm)>,
-    /// (pid, fd, pos) of the files seen at the last round, sorted.
-    pos_prev: Vec<(u32, u32, u64)>,
-    pos_next: Vec<(u32, u32, u64)>,
+    /// (pid, fd, pos, size) of the files seen at the last round, sorted.
+    pos_prev: Vec<(u32, u32, u64, u64)>,
+    pos_next: Vec<(u32, u32, u64, u64)>,
     found: Vec<Found>,
     /// Regular files per process left out this round (past FILES_READ_PER_PROC or MAX_PROC_FILES).
     more: [u16; MAX_FILE_PROCS],
@@ -201,11 +202,13 @@ impl Files {
         };
         self.looked[k] += 1;
         let pid = self.movers[k].0;
+        let size = st.st_size.max(0) as u64;
+        // Moved: its position, or its size (a pwrite writer such as Samba keeps its position).
         let moved = match self
             .pos_prev
             .binary_search_by_key(&(pid, fd), |x| (x.0, x.1))
         {
-            Ok(i) => self.pos_prev[i].2 != info.pos,
+            Ok(i) => (self.pos_prev[i].2, self.pos_prev[i].3) != (info.pos, size),
             Err(_) => info.pos > 0,
         };
         let mut path = Cmdline::new();
@@ -217,7 +220,7 @@ impl Files {
                 fd,
                 path,
                 pos: info.pos,
-                size: st.st_size.max(0) as u64,
+                size,
                 mode,
             },
         });
@@ -241,7 +244,8 @@ impl Files {
                 more: self.more[k],
             };
             for f in self.found.iter().filter(|f| f.proc as usize == k) {
-                self.pos_next.push((*pid, f.file.fd, f.file.pos));
+                self.pos_next
+                    .push((*pid, f.file.fd, f.file.pos, f.file.size));
                 if p.files.push(f.file.clone()).is_err() {
                     p.more = p.more.saturating_add(1);
                 }
