@@ -78,6 +78,9 @@ pub struct Config {
     /// Learn exits (with their status) from the kernel's process connector; false
     /// (`--no-connector`) keeps to /proc scanning, as when the kernel refuses it.
     pub connector: bool,
+    /// Send the open files of the transfer's processes (`OpenFiles`); false with
+    /// `--no-open-files` (no file paths leave the agent).
+    pub open_files: bool,
 }
 
 /// The port `nasprobe test net` streams arrive on, next to the agent's 7451.
@@ -136,6 +139,7 @@ impl Default for Config {
             cpu: None,
             redact: Vec::new(),
             connector: true,
+            open_files: true,
         }
     }
 }
@@ -185,6 +189,8 @@ FLAGS:
     --test-port PORT        where test net streams arrive [default: 7452]
     --no-connector          do not use the kernel's process connector (exit status): find
                             exits by scanning /proc only, as on a kernel that refuses it
+    --no-open-files         do not send which files the transfer's processes have open
+                            (paths, positions, sizes: the item a copy is on)
     -h, --help              this text
     -V, --version           version
 ";
@@ -314,6 +320,7 @@ where
             Long("cpu") => cfg.cpu = Some(parse_num(&mut parser, "--cpu")?),
             Long("redact") => cfg.redact.push(string(&mut parser)?),
             Long("no-connector") => cfg.connector = false,
+            Long("no-open-files") => cfg.open_files = false,
             Short('h') | Long("help") => cfg.command = Command::Help,
             Short('V') | Long("version") => cfg.command = Command::Version,
             _ => return Err(arg.unexpected().to_string()),
@@ -410,5 +417,7 @@ mod tests {
         assert!(Config::default().connector);
         assert!(!parse_args(["--no-connector"]).unwrap().connector);
         assert!(USAGE.contains("--no-connector"));
+        assert!(!parse_args(["--no-open-files"]).unwrap().open_files);
+        assert!(parse_args(Vec::<String>::new()).unwrap().open_files);
     }
 }

@@ -59,8 +59,9 @@ pub struct Conns {
     /// The chosen processes of this sample, with their connections as they are found.
     work: Vec<ProcConnections>,
     sample_no: u32,
-    /// The open regular files of the transfer's processes, found in the same walk.
-    files: Files,
+    /// The open regular files of the transfer's processes, found in the same walk; None with
+    /// `--no-open-files`.
+    files: Option<Files>,
     link: Box<[u8]>,
 }
 
@@ -142,7 +143,8 @@ fn from_proc(t: &ProcTcp, v6: bool) -> TcpConn {
 }
 
 impl Conns {
-    pub fn new() -> Conns {
+    /// `open_files`: also find the open files of the transfer's processes.
+    pub fn new(open_files: bool) -> Conns {
         Conns {
             diag: None,
             tried: false,
@@ -157,7 +159,7 @@ impl Conns {
             work: Vec::with_capacity(2 * MAX_CONN_PROCS),
             sample_no: 0,
             last: None,
-            files: Files::new(),
+            files: open_files.then(Files::new),
             link: vec![0u8; LINK_MAX].into_boxed_slice(),
         }
     }
@@ -188,6 +190,11 @@ impl Conns {
                 self.work.push(fresh(f.0, &f.1));
             }
         }
+    }
+
+    /// True when open files are looked for (not `--no-open-files`).
+    pub fn open_files(&self) -> bool {
+        self.files.is_some()
     }
 
     /// True when the next `sample` reads (the kernel's procfs, MIN_GAP since the last).
@@ -222,15 +229,19 @@ impl Conns {
             .enumerate()
             .map(|(k, w)| (w.pid, Some(k as u8)))
             .collect();
-        for (pid, _) in self.files.choose(root, candidates, top) {
-            if !pids.iter().any(|p| p.0 == *pid) {
-                pids.push((*pid, None));
+        if let Some(files) = self.files.as_mut() {
+            for (pid, _) in files.choose(root, candidates, top) {
+                if !pids.iter().any(|p| p.0 == *pid) {
+                    pids.push((*pid, None));
+                }
             }
         }
         for (pid, k) in pids {
             self.walk_fds(root, pid, k, redact);
         }
-        self.files.finish(emit);
+        if let Some(files) = self.files.as_mut() {
+            files.finish(emit);
+        }
         if self.work.is_empty() || self.inodes.is_empty() {
             return;
         }
@@ -293,7 +304,7 @@ impl Conns {
         k: Option<u8>,
         redact: &dyn Fn(&[u8], &mut Cmdline),
     ) {
-        let mover = self.files.index(pid);
+        let mover = self.files.as_ref().and_then(|f| f.index(pid));
         if k.is_none() && mover.is_none() {
             return;
         }
@@ -307,17 +318,19 @@ impl Conns {
         };
         let mut fds = std::mem::take(&mut self.fds);
         let _ = io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut fds, FDS_PER_PROC);
-        if mover.is_some() {
-            self.files.start_proc(root, pid);
+        if let (Some(files), Some(_)) = (self.files.as_mut(), mover) {
+            files.start_proc(root, pid);
         }
         for &fd in &fds {
             self.path.clear().num(fd);
             let Some(link) = readlink(dir.as_raw_fd(), self.path.as_cstr(), &mut self.link) else {
                 continue;
             };
-            match (socket_inode(link), k, mover) {
-                (Some(ino), Some(k), _) => self.inodes.push((ino, k)),
-                (None, _, Some(m)) => self.files.consider(dir.as_raw_fd(), fd, link, m, redact),
+            match (socket_inode(link), k, mover, self.files.as_mut()) {
+                (Some(ino), Some(k), _, _) => self.inodes.push((ino, k)),
+                (None, _, Some(m), Some(files)) => {
+                    files.consider(dir.as_raw_fd(), fd, link, m, redact)
+                }
                 _ => {}
             }
         }
@@ -470,7 +483,8 @@ mod tests {
         std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut ok).unwrap();
         let pid = child.id();
         let root = Root::open(std::path::Path::new("/proc"), io::PROC_SUPER_MAGIC);
-        let mut c = Conns::new();
+        let mut off = Conns::new(false);
+        let mut c = Conns::new(true);
         let top = [(pid, Comm::try_from("sleep").unwrap())];
         let redact = |raw: &[u8], out: &mut Cmdline| {
             crate::parse::pid::format_cmdline(
@@ -481,6 +495,8 @@ mod tests {
             )
         };
         let mut got = Vec::new();
+        let mut none = Vec::new();
+        off.sample(&root, &top, &[], &redact, &mut |e| none.push(e));
         c.sample(&root, &top, &[], &redact, &mut |e| got.push(e));
         c.last = None;
         c.sample(&root, &top, &[], &redact, &mut |e| got.push(e));
@@ -499,6 +515,10 @@ mod tests {
             files.len(),
             1,
             "one event, the unchanged second list held back: {got:?}"
+        );
+        assert!(
+            !none.iter().any(|e| matches!(e, Event::OpenFiles(_))),
+            "--no-open-files: {none:?}"
         );
         let p = &files[0].procs[0];
         assert_eq!((p.pid, p.more), (pid, 0));

@@ -132,7 +132,7 @@ impl Sampler {
             prev_tcp: None,
             log_mem: Once::default(),
             procs: procs::Procs::new(cfg, hz),
-            conns: conns::Conns::new(),
+            conns: conns::Conns::new(cfg.open_files),
             disks: devices::Disks::new(cfg.partitions),
             nics: devices::Nics::new(&cfg.link_speeds),
             mounts: cfg.mounts.iter().take(MAX_MOUNTS).cloned().collect(),
@@ -307,7 +307,11 @@ impl Sampler {
             .sample(&self.proc, &mut self.buf, priming, out, emit);
         if !priming && self.conns.due(&self.proc) {
             let top = self.procs.top_procs(nasprobe_proto::MAX_CONN_PROCS);
-            let candidates = self.procs.io_candidates(files::IO_CANDIDATES);
+            let candidates = if self.conns.open_files() {
+                self.procs.io_candidates(files::IO_CANDIDATES)
+            } else {
+                Vec::new()
+            };
             let procs = &self.procs;
             self.conns.sample(
                 &self.proc,
