@@ -5,7 +5,8 @@
 # while an agent runs and `nasprobe record` records, twice. Checks, from `report --json` after
 # each recording: `transfers[]` names that file (pid, process dd, mode write, the file's size)
 # with a position that grew between the two reports and an MB/s under 5; `stalls[]` holds the
-# crawl (at least 5 s under 5 MB/s) with that file as its item; the text report says so.
+# crawl (at least 5 s under 5 MB/s) with that file as its item; the text report says so; and
+# `watch` shows it as the host's current item.
 #
 #   tests/e2e/crawl_item.sh        build (debug) and run; needs root
 set -euo pipefail
@@ -85,4 +86,10 @@ say "stall: $(jq -c --arg p "$ITEM" '[.stalls[] | select(.item == $p)][0] | {fro
 grep -F "Crawl on nas: " "$TMP/report.txt" | grep -qF "on $ITEM (dd [$DD])" ||
     fail "the text report does not show the crawl: $(grep -E '^(Crawl|Transfer)' "$TMP/report.txt")"
 grep -E '^(Crawl|Transfer)' "$TMP/report.txt" | head -3
+# watch (plain lines: stdout is not a terminal) shows the current item of the host.
+"${NPX[@]}" watch --duration 6s "nas=127.0.0.1:$PORT" >"$TMP/watch.txt" 2>&1 ||
+    fail "watch failed: $(cat "$TMP/watch.txt")"
+grep -F "| item dd [$DD] writing $ITEM " "$TMP/watch.txt" >/dev/null ||
+    fail "watch does not show the item: $(tail -2 "$TMP/watch.txt")"
+say "watch: $(grep -o '| item .*' "$TMP/watch.txt" | tail -1)"
 say "PASS in $((SECONDS - START)) s"
