@@ -21,15 +21,7 @@ for c in losetup mkfs.ext4 jq dd; do command -v "$c" >/dev/null || fail "$c is m
 # shellcheck source=tests/e2e/lib/loopdisk.sh
 source "$REPO/tests/e2e/lib/loopdisk.sh"
 TMP="$(mktemp -d /tmp/nasprobe-crawl.XXXXXX)"
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    ld_cleanup
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+trap ld_exit EXIT
 
 # dd (not the agent) goes in the cgroup: its writes to the loop device at 3 MB/s.
 ld_setup 300M $((3 * 1000 * 1000)) crawl

@@ -20,15 +20,7 @@ for c in losetup mkfs.ext4 jq; do command -v "$c" >/dev/null || fail "$c is miss
 # shellcheck source=tests/e2e/lib/loopdisk.sh
 source "$REPO/tests/e2e/lib/loopdisk.sh"
 TMP="$(mktemp -d /tmp/nasprobe-testdisk.XXXXXX)"
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    ld_cleanup
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+trap ld_exit EXIT
 
 # The agent in a cgroup whose writes to the loop device are throttled to 20 MB/s.
 ld_setup 600M $((20 * 1000 * 1000)) testdisk

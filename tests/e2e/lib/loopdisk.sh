@@ -4,10 +4,12 @@
 # TMP (the script's temp folder) and fail (lib/common.sh). Then:
 #   ld_setup SIZE BYTES_PER_S TAG   makes it; sets LOOP (/dev/loopN), DEV (loopN), MAJMIN, CG
 #                                   (the cgroup's folder: echo a pid to $CG/cgroup.procs)
-#   ld_cleanup                      unmounts, detaches, removes the cgroup (for the EXIT trap;
-#                                   after the processes in the cgroup were stopped)
+#   ld_cleanup                      unmounts, detaches, removes the cgroup (after the processes
+#                                   in the cgroup were stopped)
+#   ld_exit                         the EXIT trap: stops the processes in PIDS (the script adds
+#                                   the ones it starts), ld_cleanup, removes TMP
 # shellcheck shell=bash
-LOOP="" CG="" DEV="" MAJMIN=""
+LOOP="" CG="" DEV="" MAJMIN="" PIDS=()
 ld_setup() {
     local size=$1 rate=$2 tag=$3 c
     for c in losetup mkfs.ext4 lsblk mount; do command -v "$c" >/dev/null || fail "$c is missing"; done
@@ -35,4 +37,11 @@ ld_cleanup() {
     mountpoint -q "$TMP/mnt" 2>/dev/null && umount "$TMP/mnt"
     [[ -z $LOOP ]] || losetup -d "$LOOP" 2>/dev/null || true
     [[ -z $CG ]] || rmdir "$CG" 2>/dev/null || true
+}
+ld_exit() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    ld_cleanup
+    rm -rf "$TMP"
 }
