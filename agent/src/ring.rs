@@ -168,7 +168,9 @@ impl Ring {
     }
 
     /// The contiguous run of whole frames starting at the frame at `off` (to the end of its
-    /// segment), for one `write`.
+    /// segment): the tests' view of the layout (the server sends frame by frame, each with its
+    /// client's MAC).
+    #[cfg(test)]
     pub(crate) fn run_from(&self, off: usize) -> &[u8] {
         let end = if self.wrapped && off >= self.tail {
             self.wrap_end

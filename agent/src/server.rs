@@ -16,11 +16,15 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame};
+use nasprobe_proto::frame::{
+    LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame, decode_sealed_frame,
+    encode_sealed_frame,
+};
 use nasprobe_proto::handshake::{AgentAction, AgentHandshake, HandshakeError};
+use nasprobe_proto::session::{FrameMac, MAC_LEN};
 use nasprobe_proto::{
-    AgentStart, Event, ExitSeen, ExitWatch, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION,
-    Record, RecordBody, Refused, encode_frame,
+    AgentStart, Event, ExitSeen, ExitWatch, FrameError, Gone, Hello, KeepAlive, Message,
+    PROTOCOL_VERSION, Record, RecordBody, Refused, encode_frame, version_advice,
 };
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
@@ -61,11 +65,14 @@ const KMSG_RECORDS_PER_WAKE: usize = 64;
 /// `KernelMessage` events per minute at most; the rest are counted in the next one's
 /// `suppressed` (a flapping link or a segfault loop must not flood the history ring).
 const KMSG_EVENTS_PER_MINUTE: u32 = 12;
-/// Largest frame the agent ever sends (prefix included).
-const MAX_OUT_FRAME: usize = LEN_PREFIX + MAX_FRAME_LEN;
+/// Largest frame the agent ever sends (prefix and MAC included).
+const MAX_OUT_FRAME: usize = LEN_PREFIX + MAX_FRAME_LEN + MAC_LEN;
 /// Per-client partial-write buffer: control frames and the tail of a half-sent record.
 const OUT_CAP: usize = 2 * MAX_OUT_FRAME;
-const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN;
+const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN + MAC_LEN;
+/// History frames sealed and handed to one `writev` (two iovecs each: frame, MAC); 64 frames
+/// of a 1 Hz agent are a minute of backlog, and 128 iovecs are far under IOV_MAX (1024).
+const SEAL_BATCH: usize = 64;
 
 /// Copies as much of `s` as fits (on a char boundary) into a heapless string.
 pub(crate) fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
@@ -188,6 +195,9 @@ struct Client {
     frames_since: Instant,
     /// A wrong proof over the limit: refused at `deadline`, input ignored until then.
     refusing: bool,
+    /// MACs of the frames to the collector (after `AuthOk`) and from it (after `Auth`).
+    tx_mac: Option<FrameMac>,
+    rx_mac: Option<FrameMac>,
 }
 
 impl Client {
@@ -198,7 +208,11 @@ impl Client {
     /// Queues one control frame. Fails (the client is dropped) only if the partial-write buffer
     /// cannot take it, which needs a client that reads nothing.
     fn queue(&mut self, msg: &Message, scratch: &mut [u8]) -> Result<(), String> {
-        let n = encode_frame(msg, scratch).map_err(|e| format!("encoding a reply: {e}"))?;
+        let n = match self.tx_mac.as_mut() {
+            Some(mac) => encode_sealed_frame(msg, scratch, mac),
+            None => encode_frame(msg, scratch),
+        }
+        .map_err(|e| format!("encoding a reply: {e}"))?;
         if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
@@ -244,12 +258,31 @@ impl Client {
                     ring.oldest_seq()
                 ));
             }
+            let Some(mac) = self.tx_mac.as_mut() else {
+                return Err("streaming before the handshake sealed the connection".into());
+            };
             let off = match self.next_off {
                 Some(o) => o,
                 None => ring.find(self.next_seq).unwrap_or(0),
             };
-            let run = ring.run_from(off);
-            let n = match self.stream.write(run) {
+            // The next frames of the shared ring, each followed by this client's MAC of it.
+            let mut offs = [0usize; SEAL_BATCH];
+            let mut tags = [[0u8; MAC_LEN]; SEAL_BATCH];
+            let count = ((ring.next_seq() - self.next_seq) as usize).min(SEAL_BATCH);
+            let mut o = off;
+            for i in 0..count {
+                if i > 0 {
+                    o = ring.next_off(o);
+                }
+                offs[i] = o;
+                tags[i] = mac.tag_at(mac.counter() + i as u64, ring.frame_at(o));
+            }
+            let mut iov = [io::IoSlice::new(&[]); 2 * SEAL_BATCH];
+            for i in 0..count {
+                iov[2 * i] = io::IoSlice::new(ring.frame_at(offs[i]));
+                iov[2 * i + 1] = io::IoSlice::new(&tags[i]);
+            }
+            let n = match self.stream.write_vectored(&iov[..2 * count]) {
                 Ok(0) => return Err("connection closed while sending".into()),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -261,24 +294,32 @@ impl Client {
             };
             self.last_send = now;
             self.last_progress = now;
-            // Step over the frames written; a frame written in part leaves its tail in `out`.
+            // Step over the frames written; one written in part leaves its tail and MAC in `out`.
             let mut at = 0usize;
-            let mut o = off;
-            while at < n {
-                let flen = ring.frame_at(o).len();
-                if at + flen > n {
+            let mut started = 0usize;
+            while started < count && at < n {
+                let frame = ring.frame_at(offs[started]);
+                let end = at + frame.len() + MAC_LEN;
+                if end > n {
                     self.out.clear();
-                    self.out.extend_from_slice(&run[n..at + flen]);
+                    let from = n - at;
+                    if from < frame.len() {
+                        self.out.extend_from_slice(&frame[from..]);
+                        self.out.extend_from_slice(&tags[started]);
+                    } else {
+                        self.out
+                            .extend_from_slice(&tags[started][from - frame.len()..]);
+                    }
                     self.out_pos = 0;
                 }
-                at += flen;
-                self.next_seq += 1;
-                self.records_sent += 1;
-                if self.next_seq < ring.next_seq() {
-                    o = ring.next_off(o);
-                }
+                at = end;
+                started += 1;
             }
-            self.next_off = (self.next_seq < ring.next_seq()).then_some(o);
+            mac.advance(started as u64);
+            self.next_seq += started as u64;
+            self.records_sent += started as u64;
+            self.next_off =
+                (self.next_seq < ring.next_seq()).then(|| ring.next_off(offs[started - 1]));
         }
     }
 }
@@ -841,6 +882,8 @@ impl Server {
                 inbuf: [0u8; IN_CAP],
                 in_len: 0,
                 out: Vec::with_capacity(OUT_CAP),
+                tx_mac: None,
+                rx_mac: None,
                 out_pos: 0,
                 next_seq: 0,
                 next_off: None,
@@ -920,9 +963,26 @@ impl Server {
                 let Some(c) = self.clients[slot].as_mut() else {
                     return Ok(());
                 };
-                let (msg, used) = match decode_frame(&c.inbuf[..c.in_len], MAX_CLIENT_FRAME_LEN) {
+                let got = match c.rx_mac.as_mut() {
+                    Some(mac) => {
+                        decode_sealed_frame(&c.inbuf[..c.in_len], MAX_CLIENT_FRAME_LEN, mac)
+                    }
+                    None => decode_frame(&c.inbuf[..c.in_len], MAX_CLIENT_FRAME_LEN),
+                };
+                let (msg, used) = match got {
                     Ok(Some(x)) => x,
                     Ok(None) => break,
+                    Err(FrameError::UnsupportedVersion(v)) => {
+                        let reason = version_advice(v, "collector", "agent").to_string();
+                        self.refuse_and_drop(slot, &reason);
+                        return Ok(());
+                    }
+                    Err(e @ FrameError::BadMac(_)) => {
+                        // Nothing more is believed from it, nor sent to it in this session.
+                        let reason = e.to_string();
+                        self.drop_client(slot, &reason, log::Level::Warn);
+                        return Ok(());
+                    }
                     Err(e) => {
                         let reason = format!("bad frame: {e}");
                         self.refuse_and_drop(slot, &reason);
@@ -975,8 +1035,13 @@ impl Server {
                 let Some(c) = self.clients[slot].as_mut() else {
                     return;
                 };
-                let r = c
-                    .queue(&ok, &mut self.scratch)
+                // AuthOk goes out as it is; every frame after it, both ways, carries a MAC.
+                let r = c.queue(&ok, &mut self.scratch);
+                if let Some((tx, rx)) = c.hs.frame_macs(&self.token) {
+                    c.tx_mac = Some(tx);
+                    c.rx_mac = Some(rx);
+                }
+                let r = r
                     .and_then(|_| c.queue(&hello, &mut self.scratch))
                     .and_then(|_| c.flush(&self.ring, now));
                 if let Err(reason) = r {

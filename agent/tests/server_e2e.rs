@@ -126,7 +126,17 @@ fn bad_clients_are_refused_while_a_good_client_gets_every_sample() {
         let mut g = Conn::connect(agent.addr);
         assert!(matches!(g.recv(), Ok(Message::Challenge(_))));
         g.stream
-            .write_all(&[5, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff])
+            .write_all(&[
+                5,
+                0,
+                0,
+                0,
+                nasprobe_proto::PROTOCOL_VERSION,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+            ])
             .unwrap();
         let (closed, _) = g.closed_within(STEP);
         assert!(closed, "garbage closes the connection");
@@ -265,19 +275,25 @@ fn a_keepalive_flood_after_resume_is_cut_off() {
         good.resume(hello.instance_id, hello.newest_seq);
         let (mut flood, hello) = agent.connect();
         flood.resume(hello.instance_id, hello.newest_seq);
-        let mut one = [0u8; 64];
-        let n = nasprobe_proto::encode_frame(
-            &Message::KeepAlive(nasprobe_proto::KeepAlive { time_ms: 1 }),
-            &mut one,
-        )
-        .unwrap();
-        let burst: Vec<u8> = one[..n].repeat(10_000);
         let mut sent = 0usize;
         flood
             .stream
             .set_write_timeout(Some(Duration::from_secs(2)))
             .unwrap();
         for _ in 0..20 {
+            // Each KeepAlive sealed with the session's MAC: the frame cap is what cuts it off.
+            let mut burst = Vec::new();
+            let mac = flood.tx_mac.as_mut().unwrap();
+            for _ in 0..10_000 {
+                let mut one = [0u8; 64];
+                let n = nasprobe_proto::frame::encode_sealed_frame(
+                    &Message::KeepAlive(nasprobe_proto::KeepAlive { time_ms: 1 }),
+                    &mut one,
+                    mac,
+                )
+                .unwrap();
+                burst.extend_from_slice(&one[..n]);
+            }
             match std::io::Write::write_all(&mut flood.stream, &burst) {
                 Ok(()) => sent += 10_000,
                 Err(_) => break,
@@ -508,5 +524,60 @@ fn hello_carries_the_sampler_facts_and_a_sanitized_name() {
         assert_eq!(hello.kernel_release.as_str(), release.trim());
         assert!(hello.cpu_count > 0 && hello.clock_ticks_per_sec > 0);
         assert_eq!(hello.interval_ms, 100);
+    });
+}
+
+/// After the handshake every frame from the collector carries its MAC: a bit flipped in a
+/// sealed `Resume` closes the connection with "authentication failed" before the frame is
+/// acted on; a collector of another protocol version is told which side to upgrade.
+#[test]
+fn a_tampered_sealed_frame_and_an_old_collector_are_refused() {
+    big_stack(|| {
+        let agent = Agent::start("sealed", &["--interval", "100"]);
+        let (mut c, hello) = agent.connect();
+        let mut out = [0u8; 128];
+        let n = nasprobe_proto::frame::encode_sealed_frame(
+            &Message::Resume(nasprobe_proto::Resume {
+                instance_id: hello.instance_id,
+                after_seq: 0,
+            }),
+            &mut out,
+            c.tx_mac.as_mut().unwrap(),
+        )
+        .unwrap();
+        out[n - 20] ^= 0x01; // in the body, before the MAC
+        c.stream.write_all(&out[..n]).unwrap();
+        let (closed, got) = c.closed_within(STEP);
+        assert!(closed, "a tampered frame closes the connection");
+        assert!(
+            !got.iter().any(|m| matches!(m, Message::Record(_))),
+            "nothing is streamed on a tampered Resume: {got:?}"
+        );
+        assert!(
+            agent.wait_log("authentication failed: frame 0 after the handshake", STEP),
+            "{}",
+            agent.log()
+        );
+
+        let mut old = Conn::connect(agent.addr);
+        assert!(matches!(old.recv(), Ok(Message::Challenge(_))));
+        // An Auth frame of protocol 1 (its body is not looked at).
+        let mut f = 66u32.to_le_bytes().to_vec();
+        f.push(1);
+        f.extend_from_slice(&[1u8; 65]);
+        old.stream.write_all(&f).unwrap();
+        let (closed, _) = old.closed_within(STEP);
+        assert!(closed);
+        assert!(
+            agent.wait_log(
+                &format!(
+                    "the collector speaks protocol 1, this agent {}: upgrade the collector",
+                    nasprobe_proto::PROTOCOL_VERSION
+                ),
+                STEP
+            ),
+            "{}",
+            agent.log()
+        );
     });
 }

@@ -151,7 +151,7 @@ impl Agent {
         hello.now_ms = now_ms();
         hello.oldest_seq = if newest > 0 { 1 } else { 0 };
         hello.newest_seq = newest;
-        let Some(r) = agent_handshake(&mut c, token, &hello, agent_nonce)? else {
+        let Some((r, mut seal)) = agent_handshake(&mut c, token, &hello, agent_nonce)? else {
             return Ok(());
         };
         let mut next = if r.instance_id == self.instance_id {
@@ -164,8 +164,7 @@ impl Agent {
             let newest = self.newest();
             while next <= newest {
                 let rec = record(next, self.started_ms, self.interval_ms);
-                let n =
-                    encode_frame(&Message::Record(rec), &mut buf).map_err(std::io::Error::other)?;
+                let n = seal.encode(&Message::Record(rec), &mut buf)?;
                 w.write_all(&buf[..n])?;
                 next += 1;
             }

@@ -1,17 +1,21 @@
 //! One agent connection: the collector side of `docs/protocol.md`.
 //!
 //! `Challenge` → `Auth` (fresh random client nonce) → `AuthOk` (checked in constant time:
-//! mutual authentication) → `Hello` → `Resume` → `Gone`/`Record`/`KeepAlive`. Every way the
-//! agent can break the conversation is a typed [`ClientError`] that names the host.
+//! mutual authentication) → `Hello` → `Resume` → `Gone`/`Record`/`KeepAlive`; every frame after
+//! `AuthOk` (from the agent) and after `Auth` (to it) carries the session's MAC, checked before
+//! the body is decoded. Every way the agent (or someone between) can break the conversation is
+//! a typed [`ClientError`] that names the host.
 
 use std::path::Path;
 use std::time::Duration;
 
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN, decode_body, peek_len, split_record};
-use nasprobe_proto::handshake::{ClientAction, ClientHandshake, HandshakeError};
-use nasprobe_proto::{
-    FrameError, Gone, Hello, KeepAlive, Message, PROTOCOL_VERSION, Record, Resume,
+use nasprobe_proto::frame::{
+    LEN_PREFIX, MAX_FRAME_LEN, decode_body, encode_sealed_frame, open_sealed, peek_len,
+    split_record,
 };
+use nasprobe_proto::handshake::{ClientAction, ClientHandshake, HandshakeError};
+use nasprobe_proto::session::{FrameMac, MAC_LEN};
+use nasprobe_proto::{FrameError, Gone, Hello, KeepAlive, Message, Record, Resume};
 use smol::future::FutureExt as _;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::net::TcpStream;
@@ -58,11 +62,16 @@ pub enum ClientError {
         "{host}: the agent failed to prove it holds the token (another token, or not a nasprobe agent)"
     )]
     BadAgentProof { host: String },
-    #[error(
-        "{host}: the agent speaks protocol {version}, this collector speaks {PROTOCOL_VERSION}: \
-         run the same nasprobe version on both sides"
-    )]
+    #[error("{host}: {}", nasprobe_proto::version_advice(*.version, "agent", "collector"))]
     Version { host: String, version: u8 },
+    /// A frame after the handshake whose MAC does not match: someone between the agent and
+    /// the collector altered, dropped, replayed, injected or reordered frames. Nothing of it is
+    /// stored; the collector reconnects and resumes.
+    #[error("{host}: {source}; nothing of it was stored, reconnecting")]
+    Tampered {
+        host: String,
+        source: nasprobe_proto::session::BadMac,
+    },
     #[error("{host}: records out of order: expected seq {expected}, got {got}")]
     SeqOrder {
         host: String,
@@ -206,6 +215,9 @@ pub struct Session {
     pub(crate) window: crate::validate::TimeWindow,
     /// When the `Hello` arrived (bounds how far a `Gone` may reach).
     hello_at: std::time::Instant,
+    /// The session's MACs (frames to the agent, from it), once the agent proved the token.
+    tx_mac: Option<FrameMac>,
+    rx_mac: Option<FrameMac>,
 }
 
 fn wire_err(host: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
@@ -261,6 +273,8 @@ impl Session {
             expected_seq: 0,
             window: crate::validate::TimeWindow::new(&Hello::default()),
             hello_at: std::time::Instant::now(),
+            tx_mac: None,
+            rx_mac: None,
         };
         let h = host.to_string();
         timeout(HANDSHAKE_TIMEOUT, s.handshake(token), || {
@@ -281,7 +295,13 @@ impl Session {
             let awaiting = hs.awaiting();
             match hs.on_message(token, msg) {
                 Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)).await?,
-                Ok(ClientAction::Wait) => {}
+                Ok(ClientAction::Wait) => {
+                    // The agent proved the token: every frame from here on is sealed.
+                    if let Some((tx, rx)) = hs.frame_macs(token) {
+                        self.tx_mac = Some(tx);
+                        self.rx_mac = Some(rx);
+                    }
+                }
                 Ok(ClientAction::Hello(mut h)) => {
                     nasprobe_proto::sanitize::hello(&mut h);
                     crate::validate::check_hello(&h, crate::conn::now_ms()).map_err(|why| {
@@ -462,8 +482,12 @@ impl Session {
     }
 
     async fn send(&mut self, m: &Message) -> Result<(), ClientError> {
-        let mut out = [0u8; 256];
-        let n = nasprobe_proto::encode_frame(m, &mut out).map_err(|source| ClientError::Frame {
+        let mut out = [0u8; 256 + MAC_LEN];
+        let n = match self.tx_mac.as_mut() {
+            Some(mac) => encode_sealed_frame(m, &mut out, mac),
+            None => nasprobe_proto::encode_frame(m, &mut out),
+        }
+        .map_err(|source| ClientError::Frame {
             host: self.host.clone(),
             source,
         })?;
@@ -487,15 +511,28 @@ impl Session {
                     host: self.host.clone(),
                     version,
                 },
+                FrameError::BadMac(source) => ClientError::Tampered {
+                    host: self.host.clone(),
+                    source,
+                },
                 source => ClientError::Frame {
                     host: self.host.clone(),
                     source,
                 },
             };
-            if let Some(len) = peek_len(avail, MAX_FRAME_LEN).map_err(ferr)? {
-                let total = LEN_PREFIX + len;
-                if avail.len() >= total {
-                    let body = &avail[LEN_PREFIX..total];
+            // The frame's own length, then what it takes on the wire (its MAC after it).
+            let whole = match self.rx_mac.as_mut() {
+                Some(mac) => open_sealed(avail, MAX_FRAME_LEN, mac)
+                    .map_err(ferr)?
+                    .map(|frame_len| (frame_len, frame_len + MAC_LEN)),
+                None => peek_len(avail, MAX_FRAME_LEN)
+                    .map_err(ferr)?
+                    .map(|len| (LEN_PREFIX + len, LEN_PREFIX + len))
+                    .filter(|&(_, total)| avail.len() >= total),
+            };
+            if let Some((frame_len, total)) = whole {
+                {
+                    let body = &avail[LEN_PREFIX..frame_len];
                     let msg = decode_body(body).map_err(ferr)?;
                     let raw = match &msg {
                         Message::Record(_) => split_record(&body[1..])

@@ -235,6 +235,11 @@ pub async fn agent_task(
         {
             wait = wait.max(Duration::from_secs(10));
         }
+        if let ConnError::Client(ClientError::Tampered { .. }) = &err {
+            // Someone between altered the stream: nothing of it was stored; the gap lasts
+            // until a connection streams again (the resume then fills it from the ring).
+            live.with(idx, |h| h.gap = Some(err.to_string()));
+        }
         let config = matches!(&err, ConnError::Client(c) if c.is_configuration());
         live.with(idx, |h| h.config_error = config.then(|| err.to_string()));
         if let ConnError::Client(c) = &err

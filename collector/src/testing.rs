@@ -9,8 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_frame};
+use nasprobe_proto::frame::{
+    LEN_PREFIX, MAX_CLIENT_FRAME_LEN, decode_frame, decode_sealed_frame, encode_sealed_frame,
+};
 use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
+use nasprobe_proto::session::{FrameMac, MAC_LEN};
 use nasprobe_proto::*;
 
 fn s<const N: usize>(x: &str) -> heapless::String<N> {
@@ -340,13 +343,16 @@ fn stop_and_join(stop: &AtomicBool, thread: &mut Option<std::thread::JoinHandle<
     }
 }
 
-fn send(c: &mut TcpStream, m: &Message) -> std::io::Result<()> {
+fn send(c: &mut TcpStream, m: &Message, seal: Option<&mut AgentSeal>) -> std::io::Result<()> {
     let mut buf = vec![0u8; 70_000];
-    let n = encode_frame(m, &mut buf).map_err(std::io::Error::other)?;
+    let n = match seal {
+        Some(s) => s.encode(m, &mut buf)?,
+        None => encode_frame(m, &mut buf).map_err(std::io::Error::other)?,
+    };
     c.write_all(&buf[..n])
 }
 
-fn recv(c: &mut TcpStream) -> std::io::Result<Message> {
+fn recv(c: &mut TcpStream, rx: Option<&mut FrameMac>) -> std::io::Result<Message> {
     let mut len = [0u8; LEN_PREFIX];
     c.read_exact(&mut len)?;
     let n = u32::from_le_bytes(len) as usize;
@@ -354,39 +360,85 @@ fn recv(c: &mut TcpStream) -> std::io::Result<Message> {
         return Err(std::io::Error::other("too long"));
     }
     let mut frame = len.to_vec();
-    frame.resize(LEN_PREFIX + n, 0);
+    frame.resize(LEN_PREFIX + n + if rx.is_some() { MAC_LEN } else { 0 }, 0);
     c.read_exact(&mut frame[LEN_PREFIX..])?;
-    match decode_frame(&frame, MAX_CLIENT_FRAME_LEN) {
+    let got = match rx {
+        Some(mac) => decode_sealed_frame(&frame, MAX_CLIENT_FRAME_LEN, mac),
+        None => decode_frame(&frame, MAX_CLIENT_FRAME_LEN),
+    };
+    match got {
         Ok(Some((m, _))) => Ok(m),
         _ => Err(std::io::Error::other("bad frame")),
     }
 }
 
+/// The fake agents' side of a session after the handshake: frames to the collector sealed
+/// with the session's MAC, frames from it checked (`nasprobe_proto::session`).
+pub struct AgentSeal {
+    pub tx: FrameMac,
+    pub rx: FrameMac,
+}
+
+impl AgentSeal {
+    /// Encodes `m` as a sealed frame into `buf`; its length.
+    pub fn encode(&mut self, m: &Message, buf: &mut [u8]) -> std::io::Result<usize> {
+        encode_sealed_frame(m, buf, &mut self.tx).map_err(std::io::Error::other)
+    }
+
+    /// `m` as a sealed frame.
+    pub fn frame(&mut self, m: &Message) -> Vec<u8> {
+        let mut buf = vec![0u8; 70_000];
+        let n = self.encode(m, &mut buf).expect("encodes");
+        buf.truncate(n);
+        buf
+    }
+
+    /// Raw frame bytes (possibly broken on purpose) followed by their MAC: what a hostile
+    /// agent that holds the token sends.
+    pub fn seal_raw(&mut self, frame: &[u8]) -> Vec<u8> {
+        let mut f = frame.to_vec();
+        f.extend_from_slice(&self.tx.seal(frame));
+        f
+    }
+
+    /// Reads the collector's next (sealed) frame.
+    pub fn recv(&mut self, c: &mut TcpStream) -> std::io::Result<Message> {
+        recv(c, Some(&mut self.rx))
+    }
+}
+
 /// The agent's side of the real handshake, driven by proto's shared state machine
 /// (`AgentHandshake`): `Challenge` → `Auth` (checked against `token`) → `AuthOk` → `Hello` →
-/// `Resume`. None when the client failed (it got `Refused`). Shared by [`FakeAgent`] and
-/// [`HostileAgent`].
+/// `Resume`, sealed after `AuthOk` as the protocol wants. None when the client failed (it got
+/// `Refused`). Shared by [`FakeAgent`], [`HostileAgent`] and the load tool.
 pub fn agent_handshake(
     c: &mut TcpStream,
     token: &[u8],
     hello: &Hello,
     agent_nonce: [u8; 32],
-) -> std::io::Result<Option<Resume>> {
+) -> std::io::Result<Option<(Resume, AgentSeal)>> {
     let mut hs = AgentHandshake::new(agent_nonce);
-    send(c, &hs.challenge())?;
+    let mut seal: Option<AgentSeal> = None;
+    send(c, &hs.challenge(), None)?;
     loop {
-        match hs.on_message(token, &recv(c)?) {
+        let m = recv(c, seal.as_mut().map(|s| &mut s.rx))?;
+        match hs.on_message(token, &m) {
             Ok(AgentAction::SendAuthOk(ok)) => {
-                send(c, &Message::AuthOk(ok))?;
-                send(c, &Message::Hello(hello.clone()))?;
+                send(c, &Message::AuthOk(ok), None)?;
+                let (tx, rx) = hs.frame_macs(token).expect("the collector's proof checked");
+                let mut sl = AgentSeal { tx, rx };
+                send(c, &Message::Hello(hello.clone()), Some(&mut sl))?;
+                seal = Some(sl);
             }
-            Ok(AgentAction::Resume(r)) => return Ok(Some(r)),
+            Ok(AgentAction::Resume(r)) => {
+                return Ok(seal.map(|sl| (r, sl)));
+            }
             // A fake agent runs no tests: it closes.
             Ok(AgentAction::Test(_)) => return Ok(None),
             Ok(AgentAction::Nothing) => {}
             Err(e) => {
                 let reason = s(&e.to_string());
-                send(c, &Message::Refused(Refused { reason }))?;
+                send(c, &Message::Refused(Refused { reason }), seal.as_mut())?;
                 return Ok(None);
             }
         }
@@ -413,7 +465,7 @@ fn serve(
         hello
     };
     let inst = hello.instance_id;
-    let Some(r) = agent_handshake(&mut c, token, &hello, [7u8; 32])? else {
+    let Some((r, mut seal)) = agent_handshake(&mut c, token, &hello, [7u8; 32])? else {
         return Ok(());
     };
     let mut next = {
@@ -432,6 +484,7 @@ fn serve(
                     from_seq: after + 1,
                     to_seq: oldest - 1,
                 }),
+                Some(&mut seal),
             )?;
             oldest
         } else {
@@ -451,8 +504,7 @@ fn serve(
             let skip = next.saturating_sub(start) as usize;
             for rec in g.ring.iter().skip(skip).take(1000) {
                 next = rec.seq + 1;
-                let n = encode_frame(&Message::Record(rec.clone()), &mut buf)
-                    .map_err(std::io::Error::other)?;
+                let n = seal.encode(&Message::Record(rec.clone()), &mut buf)?;
                 out.extend_from_slice(&buf[..n]);
             }
         }
@@ -1029,7 +1081,7 @@ fn serve_attack(
         .unwrap_or(0);
     hello.oldest_seq = 1;
     hello.newest_seq = newest.min(i64::MAX as u64);
-    let Some(r) = agent_handshake(&mut c, token, &hello, [11u8; 32])? else {
+    let Some((r, mut seal)) = agent_handshake(&mut c, token, &hello, [11u8; 32])? else {
         return Ok(());
     };
     // A collector that already holds part of the script resumes after it.
@@ -1047,7 +1099,7 @@ fn serve_attack(
         {
             continue;
         }
-        let n = encode_frame(m, &mut buf).map_err(std::io::Error::other)?;
+        let n = seal.encode(m, &mut buf)?;
         w.write_all(&buf[..n])?;
     }
     w.flush()?;
@@ -1056,6 +1108,7 @@ fn serve_attack(
         send(
             &mut c,
             &Message::KeepAlive(KeepAlive { time_ms: wall_ms() }),
+            Some(&mut seal),
         )?;
     }
     Ok(())

@@ -35,7 +35,7 @@ enum Mode {
     Malformed,
     /// Two good records, then a sample claiming 4,096 CPUs.
     Cpus4096,
-    /// The Challenge comes in a frame of protocol version 2.
+    /// The Challenge comes in a frame of the next protocol version.
     FutureFrame,
     /// Valid v1 frames, but the Hello says protocol 2.
     FutureHello,
@@ -149,7 +149,7 @@ fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()>
     }
     hello.oldest_seq = 1;
     hello.newest_seq = 10;
-    let Some(r) = agent_handshake(&mut c, TOKEN, &hello, [9u8; 32])? else {
+    let Some((r, mut seal)) = agent_handshake(&mut c, TOKEN, &hello, [9u8; 32])? else {
         return Ok(());
     };
     let mut seq = if r.instance_id == INSTANCE {
@@ -161,11 +161,14 @@ fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()>
         if stop.load(Ordering::SeqCst) {
             return Ok(());
         }
+        // Sealed with the session's MAC: this agent holds the token, its lies are in the bodies.
         let f = match mode {
-            Mode::Absurd => frame(&record(seq, absurd_record(seq).0)),
-            Mode::Malformed if seq == 4 => raw_frame(&[PROTOCOL_VERSION, 6, 0xff, 0xff, 0xff]),
-            Mode::Cpus4096 if seq == 3 => cpus_4096_frame(seq),
-            _ => frame(&record(seq, RecordBody::Sample(nas_sample(seq)))),
+            Mode::Absurd => seal.frame(&record(seq, absurd_record(seq).0)),
+            Mode::Malformed if seq == 4 => {
+                seal.seal_raw(&raw_frame(&[PROTOCOL_VERSION, 6, 0xff, 0xff, 0xff]))
+            }
+            Mode::Cpus4096 if seq == 3 => seal.seal_raw(&cpus_4096_frame(seq)),
+            _ => seal.frame(&record(seq, RecordBody::Sample(nas_sample(seq)))),
         };
         c.write_all(&f)?;
         seq += 1;
@@ -290,12 +293,17 @@ fn hostile_body() {
             .bad
             .unwrap_or_else(|| panic!("{name} not marked bad"));
         eprintln!("{name}: bad = {b}");
+        let future = format!(
+            "the agent speaks protocol {}, this collector {}: upgrade the collector",
+            PROTOCOL_VERSION + 1,
+            PROTOCOL_VERSION
+        );
         let want = match *name {
             "absurd" => "rejected",
             "malformed" | "cpus4096" => {
                 "bad frame from the agent: frame body is not a valid message"
             }
-            _ => "speaks protocol 2, this collector speaks 1",
+            _ => future.as_str(),
         };
         if *name != "absurd" {
             assert!(b.starts_with(&format!("{name}: ")), "names the host: {b}");

@@ -1,8 +1,11 @@
-//! Length-prefixed frames: `u32 LE length of body` + body, body = version byte + postcard.
+//! Length-prefixed frames: `u32 LE length of body` + body, body = version byte + postcard;
+//! after the handshake each frame is followed by its MAC ([`crate::session`]), checked before
+//! the body is decoded.
 //!
 //! Decoding never panics and never allocates: a length over the cap, a body that does not decode
 //! or decodes with bytes left over, and a wrong version are each a typed [`FrameError`].
 
+use crate::session::{BadMac, FrameMac, MAC_LEN};
 use crate::{Message, PROTOCOL_VERSION};
 
 /// Bytes of the length prefix.
@@ -30,6 +33,8 @@ pub enum FrameError {
     TrailingBytes(usize),
     /// The output buffer is too small for the encoded frame.
     BufferFull,
+    /// The MAC after the frame does not match (see [`crate::session`]).
+    BadMac(BadMac),
 }
 
 impl core::fmt::Display for FrameError {
@@ -46,6 +51,7 @@ impl core::fmt::Display for FrameError {
             FrameError::Malformed => write!(f, "frame body is not a valid message"),
             FrameError::TrailingBytes(n) => write!(f, "frame body has {n} bytes past the message"),
             FrameError::BufferFull => write!(f, "output buffer too small for the frame"),
+            FrameError::BadMac(b) => write!(f, "{b}"),
         }
     }
 }
@@ -71,6 +77,55 @@ pub fn encode_frame(msg: &Message, out: &mut [u8]) -> Result<usize, FrameError> 
     }
     out[..LEN_PREFIX].copy_from_slice(&(body_len as u32).to_le_bytes());
     Ok(LEN_PREFIX + body_len)
+}
+
+/// Encodes `msg` as one frame followed by its MAC (the next of `mac`); returns the length of
+/// both.
+pub fn encode_sealed_frame(
+    msg: &Message,
+    out: &mut [u8],
+    mac: &mut FrameMac,
+) -> Result<usize, FrameError> {
+    let n = encode_frame(msg, out)?;
+    if out.len() < n + MAC_LEN {
+        return Err(FrameError::BufferFull);
+    }
+    let tag = mac.seal(&out[..n]);
+    out[n..n + MAC_LEN].copy_from_slice(&tag);
+    Ok(n + MAC_LEN)
+}
+
+/// Like [`decode_frame`] for a frame followed by its MAC: `Ok(None)` until frame and MAC have
+/// arrived; the MAC is checked (and counted) before the body is decoded. Returns the message
+/// and the bytes used (frame and MAC).
+pub fn decode_sealed_frame(
+    buf: &[u8],
+    max_len: usize,
+    mac: &mut FrameMac,
+) -> Result<Option<(Message, usize)>, FrameError> {
+    let Some(frame_len) = open_sealed(buf, max_len, mac)? else {
+        return Ok(None);
+    };
+    decode_body(&buf[LEN_PREFIX..frame_len]).map(|m| Some((m, frame_len + MAC_LEN)))
+}
+
+/// Checks the MAC of the sealed frame at the start of `buf`: `Ok(Some(frame_len))` (the frame
+/// without its MAC; the MAC follows it) once frame and MAC have arrived and match.
+pub fn open_sealed(
+    buf: &[u8],
+    max_len: usize,
+    mac: &mut FrameMac,
+) -> Result<Option<usize>, FrameError> {
+    let Some(body_len) = peek_len(buf, max_len)? else {
+        return Ok(None);
+    };
+    let frame_len = LEN_PREFIX + body_len;
+    if buf.len() < frame_len + MAC_LEN {
+        return Ok(None);
+    }
+    mac.open(&buf[..frame_len], &buf[frame_len..frame_len + MAC_LEN])
+        .map_err(FrameError::BadMac)?;
+    Ok(Some(frame_len))
 }
 
 /// Looks at the start of `buf`: `Ok(None)` when a whole frame has not arrived yet (the length

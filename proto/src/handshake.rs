@@ -13,11 +13,14 @@
 //! Each side feeds every message it receives to [`AgentHandshake::on_message`] or
 //! [`ClientHandshake::on_message`] and does what the returned action says; a message out of
 //! order, a wrong proof, a `Refused` or a Hello of another protocol version is a typed
-//! [`HandshakeError`]. Neither side does any I/O here.
+//! [`HandshakeError`]. Neither side does any I/O here. Once the proofs check, `frame_macs`
+//! gives the connection's per-frame MACs ([`crate::session`]): the agent seals every frame
+//! after `AuthOk`, the collector every frame after `Auth`.
 
 use heapless::String;
 
 use crate::auth::{agent_proof, client_proof, proofs_equal};
+use crate::session::{Direction, FrameMac};
 use crate::{Auth, AuthOk, Challenge, Hello, Message, PROTOCOL_VERSION, REASON_LEN, Resume};
 
 /// Why a handshake failed.
@@ -70,6 +73,8 @@ enum AgentState {
 #[derive(Debug, Clone)]
 pub struct AgentHandshake {
     agent_nonce: [u8; 32],
+    /// The collector's nonce, once its proof checked.
+    client_nonce: Option<[u8; 32]>,
     state: AgentState,
 }
 
@@ -93,8 +98,18 @@ impl AgentHandshake {
     pub fn new(agent_nonce: [u8; 32]) -> Self {
         AgentHandshake {
             agent_nonce,
+            client_nonce: None,
             state: AgentState::AwaitAuth,
         }
+    }
+
+    /// Once the collector proved the token: the MACs of (frames to it, frames from it).
+    pub fn frame_macs(&self, token: &[u8]) -> Option<(FrameMac, FrameMac)> {
+        let c = self.client_nonce.as_ref()?;
+        Some((
+            FrameMac::new(token, &self.agent_nonce, c, Direction::ToCollector),
+            FrameMac::new(token, &self.agent_nonce, c, Direction::ToAgent),
+        ))
     }
 
     /// The first frame of the connection.
@@ -138,6 +153,7 @@ impl AgentHandshake {
                     return Err(HandshakeError::BadProof);
                 }
                 self.state = AgentState::AwaitResume;
+                self.client_nonce = Some(a.client_nonce);
                 Ok(AgentAction::SendAuthOk(AuthOk {
                     mac: agent_proof(token, &self.agent_nonce, &a.client_nonce),
                 }))
@@ -174,6 +190,8 @@ enum ClientState {
 #[derive(Debug, Clone)]
 pub struct ClientHandshake {
     client_nonce: [u8; 32],
+    /// The agent's nonce, once its proof checked.
+    agent_nonce: Option<[u8; 32]>,
     state: ClientState,
 }
 
@@ -194,8 +212,18 @@ impl ClientHandshake {
     pub fn new(client_nonce: [u8; 32]) -> Self {
         ClientHandshake {
             client_nonce,
+            agent_nonce: None,
             state: ClientState::AwaitChallenge,
         }
+    }
+
+    /// Once the agent proved the token: the MACs of (frames to it, frames from it).
+    pub fn frame_macs(&self, token: &[u8]) -> Option<(FrameMac, FrameMac)> {
+        let a = self.agent_nonce.as_ref()?;
+        Some((
+            FrameMac::new(token, a, &self.client_nonce, Direction::ToAgent),
+            FrameMac::new(token, a, &self.client_nonce, Direction::ToCollector),
+        ))
     }
 
     /// True once the Hello has arrived.
@@ -241,6 +269,7 @@ impl ClientHandshake {
                     return Err(HandshakeError::BadProof);
                 }
                 self.state = ClientState::AwaitHello;
+                self.agent_nonce = Some(agent_nonce);
                 Ok(ClientAction::Wait)
             }
             (ClientState::AwaitHello, Message::Hello(h)) => {

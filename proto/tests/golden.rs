@@ -62,7 +62,7 @@ pub fn sample_hello() -> Hello {
     let mut mounts = Vec::new();
     mounts.push(s("/mnt/HD/HD_a2")).unwrap();
     Hello {
-        protocol_version: 1,
+        protocol_version: 2,
         agent_version: s("0.1.0"),
         instance_id: 0x0102030405060708,
         started_ms: 1_700_000_000_000,
@@ -215,7 +215,7 @@ fn challenge() {
             agent_nonce: [7; 32],
         }),
         &[
-            34, 0, 0, 0, 1, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+            34, 0, 0, 0, 2, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
             7, 7, 7, 7, 7, 7, 7, 7, 7,
         ],
     );
@@ -223,7 +223,7 @@ fn challenge() {
 
 #[test]
 fn auth() {
-    let mut expected = vec![66, 0, 0, 0, 1, 1];
+    let mut expected = vec![66, 0, 0, 0, 2, 1];
     expected.extend([1u8; 32]);
     expected.extend([2u8; 32]);
     test_one(
@@ -237,7 +237,7 @@ fn auth() {
 
 #[test]
 fn auth_ok() {
-    let mut expected = vec![34, 0, 0, 0, 1, 2];
+    let mut expected = vec![34, 0, 0, 0, 2, 2];
     expected.extend([9u8; 32]);
     test_one(Message::AuthOk(AuthOk { mac: [9; 32] }), &expected);
 }
@@ -254,7 +254,7 @@ fn resume() {
             instance_id: 5,
             after_seq: 300,
         }),
-        &[5, 0, 0, 0, 1, 4, 5, 172, 2],
+        &[5, 0, 0, 0, 2, 4, 5, 172, 2],
     );
 }
 
@@ -266,7 +266,7 @@ fn gone() {
             from_seq: 1,
             to_seq: 128,
         }),
-        &[6, 0, 0, 0, 1, 5, 5, 1, 128, 1],
+        &[6, 0, 0, 0, 2, 5, 5, 1, 128, 1],
     );
 }
 
@@ -445,7 +445,7 @@ fn record_exit_status_events() {
 fn keep_alive() {
     test_one(
         Message::KeepAlive(KeepAlive { time_ms: 1000 }),
-        &[4, 0, 0, 0, 1, 7, 232, 7],
+        &[4, 0, 0, 0, 2, 7, 232, 7],
     );
 }
 
@@ -456,7 +456,7 @@ fn refused() {
             reason: s("bad token"),
         }),
         &[
-            12, 0, 0, 0, 1, 8, 9, b'b', b'a', b'd', b' ', b't', b'o', b'k', b'e', b'n',
+            12, 0, 0, 0, 2, 8, 9, b'b', b'a', b'd', b' ', b't', b'o', b'k', b'e', b'n',
         ],
     );
 }
@@ -469,7 +469,7 @@ fn test_request_disk() {
             bytes: 1 << 20,
             allow_tmpfs: false,
         })),
-        &[11, 0, 0, 0, 1, 9, 0, 3, b'/', b'v', b'1', 128, 128, 64, 0],
+        &[11, 0, 0, 0, 2, 9, 0, 3, b'/', b'v', b'1', 128, 128, 64, 0],
     );
 }
 
@@ -491,18 +491,18 @@ fn test_result_disk_and_failed() {
             ended_ms: 6,
         })),
         &[
-            26, 0, 0, 0, 1, 10, 0, 3, b's', b'd', b'a', 4, b'e', b'x', b't', b'4', 128, 128, 64,
+            26, 0, 0, 0, 2, 10, 0, 3, b's', b'd', b'a', 4, b'e', b'x', b't', b'4', 128, 128, 64,
             232, 7, 2, 232, 7, 1, 1, 0, 0, 5, 6,
         ],
     );
     test_one(
         Message::TestResult(TestResult::Failed(s("full"))),
-        &[8, 0, 0, 0, 1, 10, 1, 4, b'f', b'u', b'l', b'l'],
+        &[8, 0, 0, 0, 2, 10, 1, 4, b'f', b'u', b'l', b'l'],
     );
 }
 
 const GOLDEN_HELLO: [u8; 145] = [
-    141, 0, 0, 0, 1, 3, 1, 5, 48, 46, 49, 46, 48, 136, 142, 152, 168, 192, 224, 128, 129, 1, 128,
+    141, 0, 0, 0, 2, 3, 2, 5, 48, 46, 49, 46, 48, 136, 142, 152, 168, 192, 224, 128, 129, 1, 128,
     208, 149, 255, 188, 49, 232, 215, 149, 255, 188, 49, 3, 110, 97, 115, 7, 51, 46, 49, 48, 46,
     51, 57, 6, 97, 114, 109, 118, 55, 108, 2, 100, 128, 32, 0, 232, 7, 1, 2, 2, 3, 115, 100, 97, 1,
     1, 176, 253, 130, 142, 29, 0, 3, 109, 100, 48, 0, 128, 32, 1, 1, 3, 109, 100, 48, 5, 114, 97,
@@ -511,7 +511,7 @@ const GOLDEN_HELLO: [u8; 145] = [
     72, 68, 47, 72, 68, 95, 97, 50,
 ];
 const GOLDEN_SAMPLE: [u8; 189] = [
-    185, 0, 0, 0, 1, 6, 7, 208, 223, 149, 255, 188, 49, 0, 186, 134, 61, 0, 60, 0, 30, 5, 1, 0, 4,
+    185, 0, 0, 0, 2, 6, 7, 208, 223, 149, 255, 188, 49, 0, 186, 134, 61, 0, 60, 0, 30, 5, 1, 0, 4,
     0, 2, 0, 60, 0, 30, 5, 1, 0, 4, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 2, 0, 3, 196, 19, 1, 1, 146,
     33, 4, 115, 115, 104, 100, 82, 1, 70, 27, 1, 220, 11, 1, 146, 33, 0, 97, 1, 16, 115, 115, 104,
     100, 58, 32, 114, 111, 111, 116, 64, 110, 111, 116, 116, 121, 1, 0, 0, 0, 0, 0, 0, 95, 0, 134,
@@ -521,43 +521,43 @@ const GOLDEN_SAMPLE: [u8; 189] = [
     128, 128, 128, 128, 32, 128, 128, 128, 128, 128, 64, 180, 1, 204, 8, 1,
 ];
 const GOLDEN_EV_START: [u8; 47] = [
-    43, 0, 0, 0, 1, 6, 8, 232, 7, 1, 0, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    43, 0, 0, 0, 2, 6, 8, 232, 7, 1, 0, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
     114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
     196, 7,
 ];
 const GOLDEN_EV_EXIT: [u8; 54] = [
-    50, 0, 0, 0, 1, 6, 8, 232, 7, 1, 1, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    50, 0, 0, 0, 2, 6, 8, 232, 7, 1, 1, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
     114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
     196, 7, 128, 252, 164, 2, 144, 191, 5,
 ];
 const GOLDEN_EV_END_KILLED: [u8; 62] = [
-    58, 0, 0, 0, 1, 6, 8, 232, 7, 1, 5, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    58, 0, 0, 0, 2, 6, 8, 232, 7, 1, 5, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
     114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
     196, 7, 128, 252, 164, 2, 144, 191, 5, 0, 0, 1, 9, 0, 1, 250, 1,
 ];
 const GOLDEN_EV_END_SCAN: [u8; 60] = [
-    56, 0, 0, 0, 1, 6, 8, 232, 7, 1, 5, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
+    56, 0, 0, 0, 2, 6, 8, 232, 7, 1, 5, 233, 244, 1, 1, 5, 98, 116, 114, 102, 115, 22, 98, 116,
     114, 102, 115, 32, 115, 101, 110, 100, 32, 45, 107, 32, 50, 56, 51, 57, 57, 51, 56, 55, 192,
     196, 7, 128, 252, 164, 2, 144, 191, 5, 1, 0, 0, 0, 0, 0,
 ];
-const GOLDEN_EV_WATCH: [u8; 14] = [10, 0, 0, 0, 1, 6, 8, 232, 7, 1, 6, 0, 172, 2];
+const GOLDEN_EV_WATCH: [u8; 14] = [10, 0, 0, 0, 2, 6, 8, 232, 7, 1, 6, 0, 172, 2];
 const GOLDEN_EV_KMSG: [u8; 47] = [
-    43, 0, 0, 0, 1, 6, 8, 232, 7, 1, 7, 3, 1, 227, 170, 1, 0, 28, 75, 105, 108, 108, 101, 100, 32,
+    43, 0, 0, 0, 2, 6, 8, 232, 7, 1, 7, 3, 1, 227, 170, 1, 0, 28, 75, 105, 108, 108, 101, 100, 32,
     112, 114, 111, 99, 101, 115, 115, 32, 50, 49, 56, 53, 57, 32, 40, 114, 115, 121, 110, 99, 41,
     2,
 ];
 const GOLDEN_EV_CONNS: [u8; 74] = [
-    70, 0, 0, 0, 1, 6, 8, 232, 7, 1, 8, 1, 233, 244, 1, 5, 114, 115, 121, 110, 99, 1, 4, 10, 0, 0,
+    70, 0, 0, 0, 2, 6, 8, 232, 7, 1, 8, 1, 233, 244, 1, 5, 114, 115, 121, 110, 99, 1, 4, 10, 0, 0,
     1, 233, 6, 4, 10, 0, 0, 2, 192, 184, 2, 1, 0, 240, 162, 4, 1, 0, 2, 128, 212, 97, 160, 254, 10,
     10, 7, 192, 184, 2, 12, 1, 1, 1, 160, 141, 6, 0, 0, 1, 192, 150, 177, 2, 1, 0, 3, 1,
 ];
 const GOLDEN_EV_LINK: [u8; 22] = [
-    18, 0, 0, 0, 1, 6, 8, 232, 7, 1, 2, 4, 101, 116, 104, 48, 1, 100, 1, 1, 220, 11,
+    18, 0, 0, 0, 2, 6, 8, 232, 7, 1, 2, 4, 101, 116, 104, 48, 1, 100, 1, 1, 220, 11,
 ];
 const GOLDEN_EV_AGENT: [u8; 20] = [
-    16, 0, 0, 0, 1, 6, 8, 232, 7, 1, 3, 5, 48, 46, 49, 46, 48, 9, 232, 7,
+    16, 0, 0, 0, 2, 6, 8, 232, 7, 1, 3, 5, 48, 46, 49, 46, 48, 9, 232, 7,
 ];
-const GOLDEN_EV_DEV: [u8; 16] = [12, 0, 0, 0, 1, 6, 8, 232, 7, 1, 4, 0, 3, 115, 100, 99];
+const GOLDEN_EV_DEV: [u8; 16] = [12, 0, 0, 0, 2, 6, 8, 232, 7, 1, 4, 0, 3, 115, 100, 99];
 
 mod decoder_errors {
     use super::*;
@@ -565,7 +565,7 @@ mod decoder_errors {
 
     #[test]
     fn partial_frames_wait_for_more() {
-        let frame = [5, 0, 0, 0, 1, 4, 5, 172, 2];
+        let frame = [5, 0, 0, 0, 2, 4, 5, 172, 2];
         for cut in 0..frame.len() {
             assert_eq!(
                 decode_frame(&frame[..cut], MAX_FRAME_LEN),
@@ -598,21 +598,21 @@ mod decoder_errors {
             Err(FrameError::Empty)
         );
         assert_eq!(
-            decode_frame(&[5, 0, 0, 0, 2, 4, 5, 172, 2], MAX_FRAME_LEN),
-            Err(FrameError::UnsupportedVersion(2))
+            decode_frame(&[5, 0, 0, 0, 1, 4, 5, 172, 2], MAX_FRAME_LEN),
+            Err(FrameError::UnsupportedVersion(1))
         );
         assert_eq!(
-            decode_frame(&[3, 0, 0, 0, 1, 200, 200], MAX_FRAME_LEN),
+            decode_frame(&[3, 0, 0, 0, 2, 200, 200], MAX_FRAME_LEN),
             Err(FrameError::Malformed)
         );
         // Length says 7 but the message takes 4: the extra bytes are refused.
         assert_eq!(
-            decode_frame(&[7, 0, 0, 0, 1, 4, 5, 172, 2, 0, 0], MAX_FRAME_LEN),
+            decode_frame(&[7, 0, 0, 0, 2, 4, 5, 172, 2, 0, 0], MAX_FRAME_LEN),
             Err(FrameError::TrailingBytes(2))
         );
         // Length says 3 but the message needs 4: the body is short.
         assert_eq!(
-            decode_frame(&[3, 0, 0, 0, 1, 4, 5, 172, 2], MAX_FRAME_LEN),
+            decode_frame(&[3, 0, 0, 0, 2, 4, 5, 172, 2], MAX_FRAME_LEN),
             Err(FrameError::Malformed)
         );
     }
@@ -621,7 +621,21 @@ mod decoder_errors {
     fn over_capacity_list_is_malformed_not_truncated() {
         // A Gone with a varint that overflows u64.
         let body = [
-            1u8, 5, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 1, 0, 0,
+            PROTOCOL_VERSION,
+            5,
+            255,
+            255,
+            255,
+            255,
+            255,
+            255,
+            255,
+            255,
+            255,
+            255,
+            1,
+            0,
+            0,
         ];
         let mut frame = (body.len() as u32).to_le_bytes().to_vec();
         frame.extend(body);
@@ -846,12 +860,12 @@ mod handshake {
             let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
             assert_eq!(agent.on_message(TOKEN, &ka).unwrap(), AgentAction::Nothing);
 
-            let mut want_auth = vec![66, 0, 0, 0, 1, 1];
+            let mut want_auth = vec![66, 0, 0, 0, 2, 1];
             want_auth.extend([1u8; 32]);
             want_auth.extend(unhex(CLIENT_MAC));
-            let mut want_ok = vec![34, 0, 0, 0, 1, 2];
+            let mut want_ok = vec![34, 0, 0, 0, 2, 2];
             want_ok.extend(unhex(AGENT_MAC));
-            let mut want_ch = vec![34, 0, 0, 0, 1, 0];
+            let mut want_ch = vec![34, 0, 0, 0, 2, 0];
             want_ch.extend([7u8; 32]);
             assert_eq!(t[0], want_ch);
             assert_eq!(t[1], want_auth);
@@ -936,10 +950,10 @@ mod handshake {
             };
             client.on_message(TOKEN, Message::AuthOk(ok)).unwrap();
             let mut h = sample_hello();
-            h.protocol_version = 2;
+            h.protocol_version = PROTOCOL_VERSION + 1;
             assert_eq!(
                 client.on_message(TOKEN, Message::Hello(h)),
-                Err(HandshakeError::Version(2))
+                Err(HandshakeError::Version(PROTOCOL_VERSION + 1))
             );
         });
     }
@@ -995,7 +1009,7 @@ fn net_test_messages() {
             max_bytes: 300,
         })),
         &[
-            22, 0, 0, 0, 1, 9, 1, 20, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 172, 2,
+            22, 0, 0, 0, 2, 9, 1, 20, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 172, 2,
         ],
     );
     test_one(
@@ -1007,13 +1021,13 @@ fn net_test_messages() {
             max_bytes: 1,
         })),
         &[
-            28, 0, 0, 0, 1, 9, 2, 3, b'h', b':', b'1', 10, 2, 1, 4, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+            28, 0, 0, 0, 2, 9, 2, 3, b'h', b':', b'1', 10, 2, 1, 4, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
             9, 9, 9, 9, 9, 9, 1,
         ],
     );
     test_one(
         Message::TestReady(TestReady { port: 7452 }),
-        &[4, 0, 0, 0, 1, 11, 156, 58],
+        &[4, 0, 0, 0, 2, 11, 156, 58],
     );
     test_one(
         Message::TestResult(TestResult::Net(
@@ -1027,7 +1041,7 @@ fn net_test_messages() {
             }])
             .unwrap(),
         )),
-        &[10, 0, 0, 0, 1, 10, 2, 1, 1, 2, 3, 4, 5, 6],
+        &[10, 0, 0, 0, 2, 10, 2, 1, 1, 2, 3, 4, 5, 6],
     );
 }
 
@@ -1076,9 +1090,96 @@ fn record_open_files_event() {
 }
 
 const GOLDEN_EV_FILES: [u8; 98] = [
-    94, 0, 0, 0, 1, 6, 8, 232, 7, 1, 9, 2, 146, 33, 2, 99, 112, 2, 3, 10, 47, 115, 114, 99, 47, 97,
+    94, 0, 0, 0, 2, 6, 8, 232, 7, 1, 9, 2, 146, 33, 2, 99, 112, 2, 3, 10, 47, 115, 114, 99, 47, 97,
     46, 109, 107, 118, 128, 128, 64, 128, 228, 151, 208, 18, 0, 4, 12, 47, 115, 104, 97, 114, 101,
     47, 97, 46, 109, 107, 118, 128, 128, 64, 128, 128, 64, 1, 0, 77, 5, 114, 115, 121, 110, 99, 1,
     1, 23, 47, 115, 104, 97, 114, 101, 47, 46, 98, 46, 88, 121, 90, 32, 40, 100, 101, 108, 101,
     116, 101, 100, 41, 0, 0, 2, 9,
 ];
+
+/// Sealed frames (protocol 2): the session key and the MACs after the handshake, computed
+/// independently with Python (`hmac` for the key, `hashlib.blake2s(key=..., digest_size=16)`
+/// for the MACs) for token "token", agent nonce [7; 32], client nonce [1; 32] over
+/// `KeepAlive { time_ms: 1000 }`.
+mod sealed {
+    use super::*;
+    use nasprobe_proto::frame::{decode_sealed_frame, encode_sealed_frame};
+    use nasprobe_proto::session::{BadMac, Direction, FrameMac, session_key};
+
+    const KEY: &str = "057b76e0241104a11d0ce717d6b306400a723717d77e2e1dea5a1abeeec6e1c9";
+    const FRAME: [u8; 8] = [4, 0, 0, 0, 2, 7, 232, 7];
+    const TO_COLLECTOR_0: [u8; 16] = [
+        24, 199, 248, 57, 195, 228, 179, 34, 142, 137, 219, 40, 112, 63, 30, 184,
+    ];
+    const TO_COLLECTOR_1: [u8; 16] = [
+        253, 138, 150, 178, 107, 12, 150, 5, 163, 194, 133, 182, 152, 202, 192, 147,
+    ];
+    const TO_AGENT_0: [u8; 16] = [
+        196, 155, 223, 1, 15, 60, 236, 185, 49, 110, 148, 107, 74, 32, 41, 39,
+    ];
+
+    fn mac(d: Direction) -> FrameMac {
+        FrameMac::new(b"token", &[7; 32], &[1; 32], d)
+    }
+
+    fn ka() -> Message {
+        Message::KeepAlive(KeepAlive { time_ms: 1000 })
+    }
+
+    #[test]
+    fn session_key_and_frame_macs_are_golden() {
+        let k = session_key(b"token", &[7; 32], &[1; 32]);
+        let hex: std::string::String = k.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, KEY);
+        let mut tx = mac(Direction::ToCollector);
+        let mut buf = [0u8; 64];
+        let n = encode_sealed_frame(&ka(), &mut buf, &mut tx).unwrap();
+        let mut want = FRAME.to_vec();
+        want.extend(TO_COLLECTOR_0);
+        assert_eq!(&buf[..n], &want[..]);
+        let n = encode_sealed_frame(&ka(), &mut buf, &mut tx).unwrap();
+        assert_eq!(&buf[FRAME.len()..n], &TO_COLLECTOR_1);
+        let n = encode_sealed_frame(&ka(), &mut buf, &mut mac(Direction::ToAgent)).unwrap();
+        assert_eq!(&buf[FRAME.len()..n], &TO_AGENT_0);
+    }
+
+    #[test]
+    fn sealed_frames_decode_in_order_and_every_misstep_is_bad_mac() {
+        let mut wire = FRAME.to_vec();
+        wire.extend(TO_COLLECTOR_0);
+        wire.extend(FRAME);
+        wire.extend(TO_COLLECTOR_1);
+        let mut rx = mac(Direction::ToCollector);
+        // Every prefix short of a whole frame and its MAC waits for more.
+        for cut in 0..FRAME.len() + 16 {
+            assert_eq!(
+                decode_sealed_frame(&wire[..cut], MAX_FRAME_LEN, &mut rx),
+                Ok(None)
+            );
+        }
+        assert_eq!(rx.counter(), 0);
+        let (m, used) = decode_sealed_frame(&wire, MAX_FRAME_LEN, &mut rx)
+            .unwrap()
+            .unwrap();
+        assert_eq!((m, used), (ka(), 24));
+        // The second frame's MAC is not the first's: a replay of frame 0 is refused.
+        assert_eq!(
+            decode_sealed_frame(&wire[..24], MAX_FRAME_LEN, &mut rx),
+            Err(FrameError::BadMac(BadMac { counter: 1 }))
+        );
+        assert_eq!(
+            decode_sealed_frame(&wire[24..], MAX_FRAME_LEN, &mut rx).map(|o| o.map(|x| x.1)),
+            Ok(Some(24))
+        );
+        // One bit flipped anywhere in frame or MAC.
+        for i in 0..24 {
+            let mut w = wire[..24].to_vec();
+            w[i] ^= 0x80;
+            let r = decode_sealed_frame(&w, MAX_FRAME_LEN, &mut mac(Direction::ToCollector));
+            // A flipped length makes the receiver wait for bytes whose MAC cannot match.
+            assert!(r.is_err() || (i < 4 && r == Ok(None)), "byte {i}: {r:?}");
+        }
+        // The agent's frames are not the collector's.
+        assert!(decode_sealed_frame(&wire, MAX_FRAME_LEN, &mut mac(Direction::ToAgent)).is_err());
+    }
+}

@@ -1,5 +1,6 @@
 //! A minimal collector for the agent's server tests: start the built agent on loopback, connect,
-//! authenticate, resume and read frames with `nasprobe_proto::frame::decode_frame`.
+//! authenticate, resume and read frames with `nasprobe_proto::frame` (sealed with the
+//! session's MACs after the handshake, as the protocol wants).
 //!
 //! `NASPROBE_AGENT_BIN` runs another agent binary (e.g. a cross-built one) and
 //! `NASPROBE_AGENT_RUNNER` puts a runner in front of it (e.g. `qemu-arm`).
@@ -13,8 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame};
+use nasprobe_proto::frame::{
+    MAX_FRAME_LEN, decode_frame, decode_sealed_frame, encode_sealed_frame,
+};
 use nasprobe_proto::handshake::{ClientAction, ClientHandshake};
+use nasprobe_proto::session::FrameMac;
 use nasprobe_proto::{Hello, Message, Record, Resume, encode_frame};
 
 /// Every wait in these tests is bounded by this unless said otherwise.
@@ -219,6 +223,9 @@ impl Drop for Agent {
 pub struct Conn {
     pub stream: TcpStream,
     buf: Vec<u8>,
+    /// The session's MACs (to the agent, from it) once the agent proved the token.
+    pub tx_mac: Option<FrameMac>,
+    pub rx_mac: Option<FrameMac>,
 }
 
 impl Conn {
@@ -232,12 +239,17 @@ impl Conn {
         Conn {
             stream,
             buf: Vec::new(),
+            tx_mac: None,
+            rx_mac: None,
         }
     }
 
     pub fn send(&mut self, msg: &Message) {
         let mut out = [0u8; 512];
-        let n = encode_frame(msg, &mut out).unwrap();
+        let n = match self.tx_mac.as_mut() {
+            Some(mac) => encode_sealed_frame(msg, &mut out, mac).unwrap(),
+            None => encode_frame(msg, &mut out).unwrap(),
+        };
         self.stream.write_all(&out[..n]).unwrap();
     }
 
@@ -245,7 +257,11 @@ impl Conn {
     pub fn recv_within(&mut self, timeout: Duration) -> Result<Message, String> {
         let end = Instant::now() + timeout;
         loop {
-            match decode_frame(&self.buf, MAX_FRAME_LEN) {
+            let got = match self.rx_mac.as_mut() {
+                Some(mac) => decode_sealed_frame(&self.buf, MAX_FRAME_LEN, mac),
+                None => decode_frame(&self.buf, MAX_FRAME_LEN),
+            };
+            match got {
                 Ok(Some((m, used))) => {
                     self.buf.drain(..used);
                     return Ok(m);
@@ -290,7 +306,11 @@ impl Conn {
         loop {
             match hs.on_message(token, self.recv()?) {
                 Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)),
-                Ok(ClientAction::Wait) => {}
+                Ok(ClientAction::Wait) => {
+                    let (tx, rx) = hs.frame_macs(token).expect("the agent's proof checked");
+                    self.tx_mac = Some(tx);
+                    self.rx_mac = Some(rx);
+                }
                 Ok(ClientAction::Hello(h)) => return Ok(h),
                 Err(e) => return Err(format!("handshake: {e:?}")),
             }
