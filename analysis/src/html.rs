@@ -137,6 +137,9 @@ fn headline_plain(r: &Report) -> String {
     let b = &r.bottleneck;
     let host = b.host.as_deref().unwrap_or("?");
     let u = verdict::pct(b.utilization);
+    if let Some(w) = crate::limit::verdict_words(b, r.flow.as_ref()) {
+        return w;
+    }
     match b.resource {
         Resource::CpuThread => format!(
             "the wall is on {host}: {} `{}` at {u} of a core",
@@ -156,6 +159,8 @@ fn headline_plain(r: &Report) -> String {
             b.device.as_deref().unwrap_or("?")
         ),
         Resource::Memory => format!("the wall is on {host}: memory — the host is swapping"),
+        // Said by limit::verdict_words above.
+        Resource::App | Resource::Network => format!("the flow is held back on {host}"),
         Resource::None => "no wall found on the observed hosts".to_string(),
     }
 }

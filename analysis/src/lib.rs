@@ -9,6 +9,7 @@ pub mod conns;
 pub mod exits;
 pub mod html;
 pub mod input;
+pub mod limit;
 pub mod rates;
 pub mod report;
 pub mod series;

@@ -276,7 +276,15 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         per_host.push(verdict::candidates(s, &idx));
         summaries.push(summarize(s, &idx, r.points.len()));
     }
-    let candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
+    let mut candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
+    let mut flow = flow;
+    if let (Some(f), Some(range)) = (flow.as_mut(), active_range) {
+        let stats = crate::limit::conn_stats(hosts, range);
+        let limit = crate::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
+        f.limited_by = limit.by;
+        f.limit_evidence = limit.evidence.clone();
+        candidates.extend(crate::limit::candidate(&limit, &candidates));
+    }
     let mut bottleneck = verdict::decide(&candidates, flow.as_ref());
     bottleneck.would_not_help.extend(crate::advice::concrete(
         &series,

@@ -9,6 +9,9 @@ use crate::verdict::{Resource, pct};
 /// one thread of `synoreplicad` at 96% of a core.").
 pub fn verdict_line(r: &Report) -> String {
     let b = &r.bottleneck;
+    if let Some(w) = crate::limit::verdict_words(b, r.flow.as_ref()) {
+        return format!("Verdict: {w}.");
+    }
     match b.resource {
         Resource::None => "Verdict: no wall found on the observed hosts.".to_string(),
         res => {
@@ -34,6 +37,8 @@ pub fn verdict_line(r: &Report) -> String {
                     pct(b.utilization)
                 ),
                 Resource::Memory => "memory: the host is swapping".to_string(),
+                // Said by limit::verdict_words above.
+                Resource::App | Resource::Network => "the flow is held back there".to_string(),
                 Resource::None => unreachable!("handled above"),
             };
             format!(

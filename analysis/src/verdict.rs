@@ -66,10 +66,15 @@ pub struct Flow {
     pub link_mbit: u32,
     /// On 1 GbE: excellent / good / fair / misconfigured / seriously_wrong; null otherwise.
     pub grade: Option<String>,
+    /// Who holds the flow back, from its own TCP connections (`crate::limit`).
+    pub limited_by: crate::limit::LimitedBy,
+    /// The sentences with the numbers behind `limited_by`.
+    pub limit_evidence: Vec<String>,
 }
 
 /// The kind of resource a candidate (and the verdict) is about. Serialized as the report's
-/// strings: "cpu_thread", "cpu_all", "disk", "nic", "memory", and "none" for no wall.
+/// strings: "cpu_thread", "cpu_all", "disk", "nic", "memory", "app" (an application that
+/// holds the flow back), "network" (the path between the hosts), and "none" for no wall.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resource {
@@ -78,6 +83,8 @@ pub enum Resource {
     Disk,
     Nic,
     Memory,
+    App,
+    Network,
     #[default]
     None,
 }
@@ -100,6 +107,8 @@ impl Resource {
             Resource::Disk => "disk",
             Resource::Nic => "nic",
             Resource::Memory => "memory",
+            Resource::App => "app",
+            Resource::Network => "network",
             Resource::None => "none",
         }
     }
@@ -267,6 +276,8 @@ pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64
             active_seconds: round2(active_seconds),
             link_mbit: speed_mbit.round() as u32,
             grade,
+            limited_by: crate::limit::LimitedBy::Unknown,
+            limit_evidence: Vec::new(),
         }),
         range,
     )
@@ -645,9 +656,12 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
         .iter()
         .filter(|c| c.resource == Resource::Memory && c.wall && c.score >= MEMORY_STORM_SCORE)
         .max_by(|a, b| a.score.total_cmp(&b.score));
+    // The `app` and `network` candidates (`crate::limit`) name the limit only when no host
+    // resource is at its ceiling.
+    let is_limit = |c: &Candidate| matches!(c.resource, Resource::App | Resource::Network);
     let walls: Vec<&Candidate> = all
         .iter()
-        .filter(|c| c.wall)
+        .filter(|c| c.wall && !is_limit(c))
         .filter(|c| {
             // With every core busy, one busy thread of parallel work is not the single wall.
             !(c.resource == Resource::CpuThread
@@ -686,13 +700,19 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             .max_by(|a, b| a.score.total_cmp(&b.score));
         Some((*on_receiver.unwrap_or(top)).clone())
     });
+    let chosen = chosen.or_else(|| {
+        all.iter()
+            .filter(|c| c.wall && is_limit(c))
+            .max_by(|a, b| a.score.total_cmp(&b.score))
+            .cloned()
+    });
     let mut evidence = Vec::new();
     if let Some(f) = flow {
         evidence.push(flow_sentence(f));
     }
     let mut ruled_out = Vec::new();
     let mut also = Vec::new();
-    for c in all {
+    for c in all.iter().filter(|c| !is_limit(c) || c.wall) {
         let same = chosen
             .as_ref()
             .is_some_and(|w| w.host == c.host && w.resource == c.resource);
@@ -702,6 +722,9 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             .as_ref()
             .filter(|_| c.wall && walls.iter().any(|w| std::ptr::eq(*w, c)))
         {
+            if is_limit(c) {
+                continue;
+            }
             if w.resource == Resource::Memory && w.host == c.host {
                 also.push(format!("{} — likely a symptom of the swapping", c.sentence));
             } else {
@@ -715,7 +738,14 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
             ruled_out.push(format!("{} — {hr}", c.sentence));
         }
     }
-    let at = usize::from(flow.is_some()) + usize::from(chosen.is_some());
+    let mut at = usize::from(flow.is_some()) + usize::from(chosen.is_some());
+    // The connections' own sentences follow an `app` or `network` verdict.
+    if let Some(f) = flow.filter(|_| chosen.as_ref().is_some_and(is_limit)) {
+        for (k, e) in f.limit_evidence.iter().enumerate() {
+            evidence.insert(at + k, e.clone());
+        }
+        at += f.limit_evidence.len();
+    }
     for (k, a) in also.into_iter().enumerate() {
         evidence.insert(at + k, a);
     }
@@ -745,6 +775,13 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
                 None => "no transfer and nothing near a ceiling: the hosts are idle",
             };
             evidence.insert(0, outside.to_string());
+            // What the flow's connections say of it (a `limited_by` that could not be named
+            // `app` or `network`: the application busy on a core, a disk or a link in use).
+            if let Some(f) = flow.filter(|f| f.limited_by != crate::limit::LimitedBy::Unknown) {
+                for (k, e) in f.limit_evidence.iter().enumerate() {
+                    evidence.insert(1 + k, e.clone());
+                }
+            }
             Bottleneck {
                 host: None,
                 resource: Resource::None,
@@ -819,6 +856,17 @@ fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
         }
         Resource::Memory => {
             v.push("a faster network: the host is swapping; free memory (stop memory hogs, add RAM) first".to_string());
+        }
+        Resource::App => {
+            v.push(
+                "a faster network, disks or more CPU: the application itself paces the flow"
+                    .to_string(),
+            );
+            v.push("what would: the application reading (or writing) in larger blocks and without pauses: its own rate limit (e.g. rsync --bwlimit), a synchronous protocol waiting for each reply, or small reads".to_string());
+        }
+        Resource::Network => {
+            v.push("faster disks or CPU: the flow is held between the hosts".to_string());
+            v.push("what would: finding the loss (cable, switch port, duplex, a shaper on the way), or on a long round trip larger TCP buffers (tcp_rmem/tcp_wmem) or parallel streams".to_string());
         }
         Resource::None => {}
     }

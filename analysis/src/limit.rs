@@ -1,0 +1,569 @@
+//! Who holds the flow back when no host resource is full: the receiving application (it does
+//! not read), the sending application (it does not write) or the network (loss, or a small
+//! window on a long round trip), judged from the flow's own TCP connections as the agents
+//! sampled them (`Event::Connections`: tcp_info's busy / rwnd_limited / sndbuf_limited times
+//! where the kernel has them, 4.10+; else the send and receive queues, zero-window probes and
+//! retransmissions). The one place of that rule: `flow.limited_by`, `flow.limit_evidence` and
+//! the `app` / `network` candidates of the verdict come from here.
+
+use std::collections::BTreeMap;
+
+use nasprobe_proto::{Event, SockAddr, TcpConn};
+use serde::Serialize;
+
+use crate::conns::addr_text;
+use crate::input::HostData;
+use crate::stats::median;
+use crate::verdict::{Candidate, Resource, pct, round2};
+
+/// The sender waited on the receiver's window this share of the time or more: the receiver
+/// holds the flow (`tcpi_rwnd_limited` over the time between two samples).
+pub(crate) const RWND_LIMITED: f64 = 0.2;
+/// The sender's own send buffer held it (everything in flight, the application blocked on a
+/// full buffer) this share of the time or more (`tcpi_sndbuf_limited`).
+pub(crate) const SNDBUF_LIMITED: f64 = 0.2;
+/// The connection had data to send (`tcpi_busy_time`) less than this share of the time: the
+/// sending application did not write.
+pub(crate) const APP_IDLE_BUSY: f64 = 0.5;
+/// A round trip this long or longer is long: a small window on it limits the flow.
+pub(crate) const LONG_RTT_US: f64 = 20_000.0;
+/// Retransmitted segments at this share of those sent or more: loss.
+pub(crate) const LOSS_SHARE: f64 = 0.005;
+/// A receive queue holding this much (median) is a receiver that does not read.
+pub(crate) const RECV_FULL_BYTES: f64 = 32.0 * 1024.0;
+/// A send queue below this (median) is empty: the sender has nothing to send (fallback).
+pub(crate) const SEND_EMPTY_BYTES: f64 = 4.0 * 1024.0;
+/// The application's hottest thread at this share of a core or more: it is busy computing,
+/// not pacing itself; not named `app`.
+pub(crate) const APP_THREAD_MAX: f64 = 0.6;
+/// Disks at this util or more are not idle; a NIC at this share of its link is near its ceiling.
+pub(crate) const DISK_BUSY: f64 = 0.5;
+pub(crate) const NIC_NEAR: f64 = 0.5;
+/// Segment size for the loss share when only bytes are known (Ethernet MSS).
+const MSS: f64 = 1448.0;
+/// Samples of a connection at least this far apart give rates.
+const MIN_SPAN_MS: u64 = 1_500;
+
+/// `flow.limited_by`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitedBy {
+    Receiver,
+    Sender,
+    Network,
+    #[default]
+    Unknown,
+}
+
+impl LimitedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitedBy::Receiver => "receiver",
+            LimitedBy::Sender => "sender",
+            LimitedBy::Network => "network",
+            LimitedBy::Unknown => "unknown",
+        }
+    }
+}
+
+/// One connection of one process on one host over the window: first and last tcp_info,
+/// queue medians.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnStat {
+    pub host: String,
+    pub pid: u32,
+    pub comm: String,
+    pub local: SockAddr,
+    pub remote: SockAddr,
+    pub span_ms: u64,
+    pub sent: Option<u64>,
+    pub received: Option<u64>,
+    pub busy_us: Option<u64>,
+    pub rwnd_us: Option<u64>,
+    pub sndbuf_us: Option<u64>,
+    pub retrans: u32,
+    pub send_queue: f64,
+    pub recv_queue: f64,
+    pub rtt_us: f64,
+    pub cwnd: f64,
+    pub probes: u8,
+}
+
+impl ConnStat {
+    fn frac(&self, us: Option<u64>) -> Option<f64> {
+        (self.span_ms >= MIN_SPAN_MS)
+            .then_some(us)
+            .flatten()
+            .map(|u| (u as f64 / (self.span_ms as f64 * 1000.0)).clamp(0.0, 1.0))
+    }
+
+    fn ends(&self) -> String {
+        format!("{} → {}", addr_text(&self.local), addr_text(&self.remote))
+    }
+
+    fn who(&self) -> String {
+        format!("{}: `{}` (pid {})", self.host, self.comm, self.pid)
+    }
+}
+
+/// The connections of every host in `[from, to]`, one [`ConnStat`] each.
+pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat> {
+    let mut out = Vec::new();
+    for h in hosts {
+        // (pid, local address and port, remote address and port) → comm, times seen.
+        type Key = (u32, Vec<u8>, u16, Vec<u8>, u16);
+        type Seen<'a> = (String, Vec<(u64, &'a TcpConn)>);
+        let mut seen: BTreeMap<Key, Seen> = BTreeMap::new();
+        for e in h
+            .events
+            .iter()
+            .filter(|e| e.time_ms >= range.0 && e.time_ms <= range.1)
+        {
+            let Event::Connections(c) = &e.event else {
+                continue;
+            };
+            for p in &c.procs {
+                for c in &p.conns {
+                    let k = (
+                        p.pid,
+                        c.local.addr.to_vec(),
+                        c.local.port,
+                        c.remote.addr.to_vec(),
+                        c.remote.port,
+                    );
+                    seen.entry(k)
+                        .or_insert_with(|| (p.comm.to_string(), Vec::new()))
+                        .1
+                        .push((e.time_ms, c));
+                }
+            }
+        }
+        for ((pid, ..), (comm, v)) in seen {
+            let (Some(&(t0, a)), Some(&(t1, b))) = (v.first(), v.last()) else {
+                continue;
+            };
+            let d = |f: fn(&nasprobe_proto::TcpConnInfo) -> Option<u64>| {
+                let (x, y) = (f(a.info.as_ref()?)?, f(b.info.as_ref()?)?);
+                Some(y.saturating_sub(x))
+            };
+            let q = |f: fn(&TcpConn) -> u32| {
+                median(&v.iter().map(|(_, c)| f(c) as f64).collect::<Vec<_>>()).unwrap_or(0.0)
+            };
+            let infos: Vec<_> = v.iter().filter_map(|(_, c)| c.info).collect();
+            out.push(ConnStat {
+                host: h.name.clone(),
+                pid,
+                comm,
+                local: b.local.clone(),
+                remote: b.remote.clone(),
+                span_ms: t1 - t0,
+                sent: d(|i| i.bytes_acked),
+                received: d(|i| i.bytes_received),
+                busy_us: d(|i| i.busy_time_us),
+                rwnd_us: d(|i| i.rwnd_limited_us),
+                sndbuf_us: d(|i| i.sndbuf_limited_us),
+                retrans: match (a.info, b.info) {
+                    (Some(x), Some(y)) => y.total_retrans.saturating_sub(x.total_retrans),
+                    _ => v
+                        .iter()
+                        .map(|(_, c)| u32::from(c.retransmits))
+                        .max()
+                        .unwrap_or(0),
+                },
+                send_queue: q(|c| c.send_queue),
+                recv_queue: q(|c| c.recv_queue),
+                rtt_us: median(&infos.iter().map(|i| i.rtt_us as f64).collect::<Vec<_>>())
+                    .unwrap_or(0.0),
+                cwnd: median(&infos.iter().map(|i| i.snd_cwnd as f64).collect::<Vec<_>>())
+                    .unwrap_or(0.0),
+                probes: infos.iter().map(|i| i.probes).max().unwrap_or(0),
+            });
+        }
+    }
+    out
+}
+
+/// Who holds the flow back, with the sentences behind it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Limit {
+    pub by: LimitedBy,
+    pub evidence: Vec<String>,
+    /// The host and process of the application that holds it (receiver or sender), when
+    /// observed.
+    pub host: Option<String>,
+    pub process: Option<String>,
+    /// Share of the time the flow was held this way (0..1), for the verdict's utilization.
+    pub share: f64,
+    /// The sending and receiving hosts of the connection (for the network's sentence).
+    pub ends: (Option<String>, Option<String>),
+}
+
+/// Sending and receiving connection of the flow: the one that sent the most bytes and the one
+/// that received the most (the receiver preferably the sender's other end); without byte
+/// counts (the /proc/net/tcp fallback) the fullest queues on the flow's hosts.
+fn flow_conns<'a>(
+    stats: &'a [ConnStat],
+    from: Option<&str>,
+    to: Option<&str>,
+) -> (Option<&'a ConnStat>, Option<&'a ConnStat>) {
+    let by = |f: fn(&ConnStat) -> f64, host: Option<&str>| {
+        stats
+            .iter()
+            .filter(|c| f(c) > 0.0 && host.is_none_or(|h| h == c.host))
+            .max_by(|a, b| f(a).total_cmp(&f(b)))
+    };
+    let snd = by(|c| c.sent.unwrap_or(0) as f64, None)
+        .or_else(|| by(|c| c.send_queue, from))
+        .or_else(|| {
+            stats
+                .iter()
+                .find(|c| from == Some(c.host.as_str()) && c.sent.is_none())
+        });
+    let tied = snd.and_then(|s| {
+        stats
+            .iter()
+            .find(|c| c.host != s.host && c.local == s.remote && c.remote == s.local)
+    });
+    let rcv = tied
+        .or_else(|| by(|c| c.received.unwrap_or(0) as f64, None))
+        .or_else(|| by(|c| c.recv_queue, to));
+    (
+        snd,
+        rcv.filter(|r| snd.is_none_or(|s| !std::ptr::eq(*r, s))),
+    )
+}
+
+fn kib(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+fn ms(us: f64) -> String {
+    if us >= 10_000.0 {
+        format!("{:.0} ms", us / 1000.0)
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+/// The rule: who limits the flow whose connections are `stats` (see the module doc).
+pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) -> Limit {
+    let (snd, rcv) = flow_conns(stats, from, to);
+    let ends = (
+        snd.map(|s| s.host.clone()),
+        rcv.map(|r| r.host.clone())
+            .or_else(|| to.map(str::to_string)),
+    );
+    let app = |c: &ConnStat, by, share, evidence: Vec<String>| Limit {
+        by,
+        evidence,
+        host: Some(c.host.clone()),
+        process: Some(c.comm.clone()),
+        share,
+        ends: ends.clone(),
+    };
+    let other = |by, share, evidence: Vec<String>| Limit {
+        by,
+        evidence,
+        host: None,
+        process: None,
+        share,
+        ends: ends.clone(),
+    };
+    let unread = rcv.filter(|r| r.recv_queue >= RECV_FULL_BYTES);
+    let unread_text = |r: &ConnStat| {
+        format!(
+            "{} left {} unread in its receive queue (median) on {}",
+            r.who(),
+            kib(r.recv_queue),
+            r.ends()
+        )
+    };
+    let Some(s) = snd else {
+        // Only the receiving end observed: its queue says whether it reads.
+        return match unread {
+            Some(r) => app(
+                r,
+                LimitedBy::Receiver,
+                1.0,
+                vec![format!("{} — it does not read as fast as the data comes", unread_text(r))],
+            ),
+            None => other(
+                LimitedBy::Unknown,
+                0.0,
+                vec!["the sending end of the flow's connection was not observed, and the receiver read what came".into()],
+            ),
+        };
+    };
+    let loss = match s.sent {
+        Some(b) if b > 0 => f64::from(s.retrans) * MSS / b as f64,
+        _ => f64::from(s.retrans.min(1)),
+    };
+    let path = format!(
+        "rtt {}, cwnd {:.0} segments, {} retransmitted segments{}",
+        ms(s.rtt_us),
+        s.cwnd,
+        s.retrans,
+        s.sent
+            .filter(|&b| b > 0)
+            .map(|_| format!(" ({:.2}% of those sent)", loss * 100.0))
+            .unwrap_or_default()
+    );
+    let (busy, rwnd, sndbuf) = (s.frac(s.busy_us), s.frac(s.rwnd_us), s.frac(s.sndbuf_us));
+    if let (Some(busy), Some(rwnd), Some(sndbuf)) = (busy, rwnd, sndbuf) {
+        let chrono = format!(
+            "{}'s connection {} had data to send {} of the time, waited on the receiver's window {} and on its own send buffer {} (tcp_info busy / rwnd_limited / sndbuf_limited over {:.0} s); {path}",
+            s.who(),
+            s.ends(),
+            pct(busy),
+            pct(rwnd),
+            pct(sndbuf),
+            s.span_ms as f64 / 1000.0
+        );
+        if rwnd >= RWND_LIMITED {
+            if let Some(r) = unread.or(rcv.filter(|_| s.rtt_us < LONG_RTT_US)) {
+                let mut ev = vec![chrono];
+                if r.recv_queue >= RECV_FULL_BYTES {
+                    ev.push(format!(
+                        "{} — the receiving application does not read as fast as the data comes",
+                        unread_text(r)
+                    ));
+                } else {
+                    ev.push(format!("{} kept its receive queue near empty ({}) but its window small: its receive buffer (SO_RCVBUF) limits the flow", r.who(), kib(r.recv_queue)));
+                }
+                return app(r, LimitedBy::Receiver, rwnd, ev);
+            }
+            if s.rtt_us >= LONG_RTT_US {
+                return other(
+                    LimitedBy::Network,
+                    rwnd,
+                    vec![
+                        chrono,
+                        format!(
+                            "a window too small for a {} round trip: window over rtt caps one connection; larger TCP buffers (tcp_rmem/tcp_wmem) or parallel streams would help",
+                            ms(s.rtt_us)
+                        ),
+                    ],
+                );
+            }
+            return other(
+                LimitedBy::Receiver,
+                rwnd,
+                vec![
+                    chrono,
+                    format!(
+                        "the receiving end ({}) was not observed",
+                        addr_text(&s.remote)
+                    ),
+                ],
+            );
+        }
+        if sndbuf >= SNDBUF_LIMITED {
+            return app(
+                s,
+                LimitedBy::Sender,
+                sndbuf,
+                vec![
+                    chrono,
+                    format!(
+                        "its send buffer (SO_SNDBUF, tcp_wmem) is smaller than what the path holds in flight: a larger one would let it send more"
+                    ),
+                ],
+            );
+        }
+        if busy < APP_IDLE_BUSY {
+            return app(
+                s,
+                LimitedBy::Sender,
+                1.0 - busy,
+                vec![
+                    chrono,
+                    format!(
+                        "the sending application wrote slower than the path carries: the connection sat idle with nothing to send {} of the time (send queue {} median)",
+                        pct(1.0 - busy),
+                        kib(s.send_queue)
+                    ),
+                ],
+            );
+        }
+        let why = if loss >= LOSS_SHARE {
+            "loss: the sender kept data queued and was held by its congestion window"
+        } else if s.rtt_us >= LONG_RTT_US {
+            "a long round trip: the sender kept data queued and was held by its congestion window"
+        } else {
+            "the path: the sender kept data queued, neither application nor window held it"
+        };
+        return other(
+            LimitedBy::Network,
+            busy,
+            vec![chrono, format!("limited by {why}")],
+        );
+    }
+    // Without the kernel's chronographs (before 4.10, or the /proc/net/tcp fallback): queues,
+    // zero-window probes and retransmissions.
+    let basis = format!(
+        "{}'s connection {}: send queue {} (median){}; {path} (the kernel gives no busy / rwnd_limited times here: judged by the queues)",
+        s.who(),
+        s.ends(),
+        kib(s.send_queue),
+        if s.probes > 0 {
+            format!(", {} window probes", s.probes)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(r) = unread {
+        return app(
+            r,
+            LimitedBy::Receiver,
+            1.0,
+            vec![
+                basis,
+                format!(
+                    "{} — the receiving application does not read as fast as the data comes",
+                    unread_text(r)
+                ),
+            ],
+        );
+    }
+    if s.send_queue >= SEND_EMPTY_BYTES && s.probes > 0 && rcv.is_none() {
+        return other(
+            LimitedBy::Receiver,
+            1.0,
+            vec![
+                basis,
+                "the sender probed a closed window: the receiving end (not observed) does not read"
+                    .into(),
+            ],
+        );
+    }
+    if s.send_queue < SEND_EMPTY_BYTES && loss < LOSS_SHARE {
+        return app(
+            s,
+            LimitedBy::Sender,
+            1.0,
+            vec![basis, "its send queue stayed empty: the sending application wrote slower than the path carries".into()],
+        );
+    }
+    if s.send_queue >= SEND_EMPTY_BYTES && (loss >= LOSS_SHARE || s.rtt_us >= LONG_RTT_US) {
+        return other(
+            LimitedBy::Network,
+            1.0,
+            vec![basis, "data waited in the send queue while the receiver read what came: the path (loss or a long round trip) holds it".into()],
+        );
+    }
+    other(LimitedBy::Unknown, 0.0, vec![basis])
+}
+
+/// The `app` or `network` candidate of `limit`, a wall only when the rest agrees: the
+/// application's thread far from a full core and its disks idle (`app`), no local link near its
+/// ceiling (`network`). `all` are the hosts' resource candidates.
+pub(crate) fn candidate(limit: &Limit, all: &[Candidate]) -> Option<Candidate> {
+    let (resource, host) = match limit.by {
+        LimitedBy::Receiver | LimitedBy::Sender => (Resource::App, limit.host.clone()?),
+        LimitedBy::Network => (
+            Resource::Network,
+            limit.ends.0.clone().or(limit.ends.1.clone())?,
+        ),
+        LimitedBy::Unknown => return None,
+    };
+    let on = |h: &str, r: Resource| {
+        all.iter()
+            .filter(|c| c.host == h && c.resource == r)
+            .collect::<Vec<_>>()
+    };
+    let mut against = Vec::new();
+    if resource == Resource::App {
+        let p = limit.process.as_deref();
+        against.extend(
+            on(&host, Resource::CpuThread)
+                .into_iter()
+                .filter(|c| c.process.as_deref() == p && c.utilization >= APP_THREAD_MAX)
+                .map(|c| c.sentence.clone()),
+        );
+        against.extend(
+            on(&host, Resource::Disk)
+                .into_iter()
+                .filter(|c| c.utilization >= DISK_BUSY)
+                .map(|c| c.sentence.clone()),
+        );
+    } else {
+        against.extend(
+            all.iter()
+                .filter(|c| c.resource == Resource::Nic && c.score >= NIC_NEAR)
+                .map(|c| c.sentence.clone()),
+        );
+    }
+    if !against.is_empty() {
+        return None;
+    }
+    let sentence = match resource {
+        Resource::App => {
+            let side = if limit.by == LimitedBy::Receiver {
+                "receiving"
+            } else {
+                "sending"
+            };
+            format!(
+                "{host}: the {side} application `{}` holds the flow back ({} of the time), while its thread is far from a full core and its disks are idle",
+                limit.process.as_deref().unwrap_or("?"),
+                pct(limit.share)
+            )
+        }
+        _ => format!(
+            "the network between {} and {} holds the flow back, with no local link near its ceiling",
+            limit.ends.0.as_deref().unwrap_or("?"),
+            limit.ends.1.as_deref().unwrap_or("the other end")
+        ),
+    };
+    Some(Candidate {
+        host,
+        resource,
+        device: None,
+        process: (resource == Resource::App)
+            .then(|| limit.process.clone())
+            .flatten(),
+        thread: None,
+        utilization: round2(limit.share),
+        score: limit.share,
+        wall: true,
+        lone: false,
+        sentence,
+    })
+}
+
+/// The verdict's words for an `app` or `network` bottleneck ("the receiving application
+/// `np15recv` on dst holds the flow back: it does not read as fast as the data comes"); None for
+/// the other resources. The text report, the live verdict and the HTML headline say it so.
+pub fn verdict_words(
+    b: &crate::verdict::Bottleneck,
+    flow: Option<&crate::verdict::Flow>,
+) -> Option<String> {
+    let host = b.host.as_deref().unwrap_or("?");
+    match b.resource {
+        Resource::App => {
+            let p = b.process.as_deref().unwrap_or("?");
+            Some(match flow.map(|f| f.limited_by) {
+                Some(LimitedBy::Receiver) => format!(
+                    "the receiving application `{p}` on {host} holds the flow back: it does not read as fast as the data comes"
+                ),
+                _ => format!(
+                    "the sending application `{p}` on {host} holds the flow back: it does not write as fast as the path carries"
+                ),
+            })
+        }
+        Resource::Network => {
+            let to = flow
+                .and_then(|f| f.to.as_deref())
+                .filter(|t| *t != host)
+                .unwrap_or("the other end");
+            Some(format!(
+                "the network between {host} and {to} holds the flow back (loss or a small window on a long round trip), no local link near its ceiling"
+            ))
+        }
+        _ => None,
+    }
+}
