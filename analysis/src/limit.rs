@@ -567,3 +567,211 @@ pub fn verdict_words(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::decide;
+
+    fn sa(ip: [u8; 4], port: u16) -> SockAddr {
+        SockAddr {
+            addr: heapless::Vec::from_slice(&ip).unwrap(),
+            port,
+        }
+    }
+
+    /// A connection seen over 10 s; `chrono` = (busy, rwnd, sndbuf) shares, None: no chronographs.
+    fn conn(host: &str, comm: &str, out: bool, chrono: Option<(f64, f64, f64)>) -> ConnStat {
+        let (a, b) = (sa([10, 0, 0, 1], 40000), sa([10, 0, 0, 2], 873));
+        let us = |f: f64| Some((f * 10_000_000.0) as u64);
+        ConnStat {
+            host: host.into(),
+            pid: if out { 7 } else { 90 },
+            comm: comm.into(),
+            local: if out { a.clone() } else { b.clone() },
+            remote: if out { b } else { a },
+            span_ms: 10_000,
+            sent: (out && chrono.is_some()).then_some(50_000_000),
+            received: (!out && chrono.is_some()).then_some(50_000_000),
+            busy_us: chrono.and_then(|c| us(c.0)),
+            rwnd_us: chrono.and_then(|c| us(c.1)),
+            sndbuf_us: chrono.and_then(|c| us(c.2)),
+            retrans: 0,
+            send_queue: 0.0,
+            recv_queue: 0.0,
+            rtt_us: 500.0,
+            cwnd: 40.0,
+            probes: 0,
+        }
+    }
+
+    fn cand(
+        host: &str,
+        resource: Resource,
+        process: Option<&str>,
+        util: f64,
+        wall: bool,
+    ) -> Candidate {
+        Candidate {
+            host: host.into(),
+            resource,
+            device: None,
+            process: process.map(str::to_string),
+            thread: None,
+            utilization: util,
+            score: util,
+            wall,
+            lone: true,
+            sentence: format!("{host}: {resource} at {util}"),
+        }
+    }
+
+    #[test]
+    fn a_receiver_that_does_not_read() {
+        let snd = conn("src", "rsync", true, Some((1.0, 0.86, 0.0)));
+        let mut rcv = conn("dst", "rsyncd", false, Some((0.0, 0.0, 0.0)));
+        rcv.recv_queue = 3.8 * 1024.0 * 1024.0;
+        let l = judge(&[snd.clone(), rcv], Some("src"), Some("dst"));
+        assert_eq!(l.by, LimitedBy::Receiver);
+        assert_eq!(
+            (l.host.as_deref(), l.process.as_deref()),
+            (Some("dst"), Some("rsyncd"))
+        );
+        assert!((l.share - 0.86).abs() < 1e-9);
+        assert!(
+            l.evidence[0].contains("waited on the receiver's window 86%"),
+            "{:?}",
+            l.evidence
+        );
+        assert!(
+            l.evidence[1].contains("left 3.8 MiB unread"),
+            "{:?}",
+            l.evidence
+        );
+        // The receiving end not observed: still the receiver, but no application to name.
+        let l = judge(&[snd], Some("src"), Some("dst"));
+        assert_eq!((l.by, l.host.as_deref()), (LimitedBy::Receiver, None));
+        assert_eq!(candidate(&l, &[]), None);
+    }
+
+    #[test]
+    fn a_sender_that_does_not_write() {
+        let snd = conn("src", "rsync", true, Some((0.05, 0.0, 0.0)));
+        let rcv = conn("dst", "rsyncd", false, Some((0.0, 0.0, 0.0)));
+        let l = judge(&[rcv, snd], Some("src"), Some("dst"));
+        assert_eq!(l.by, LimitedBy::Sender);
+        assert_eq!(l.process.as_deref(), Some("rsync"));
+        assert!((l.share - 0.95).abs() < 1e-9);
+        assert!(
+            l.evidence[1].contains("nothing to send 95% of the time"),
+            "{:?}",
+            l.evidence
+        );
+        // A send buffer too small for the path is the sender's too.
+        let l = judge(
+            &[conn("src", "rsync", true, Some((0.9, 0.0, 0.6)))],
+            None,
+            None,
+        );
+        assert_eq!(l.by, LimitedBy::Sender);
+        assert!(l.evidence[1].contains("SO_SNDBUF"));
+    }
+
+    #[test]
+    fn loss_or_a_small_window_on_a_long_round_trip_is_the_network() {
+        let mut snd = conn("src", "rsync", true, Some((0.99, 0.02, 0.0)));
+        snd.retrans = 400; // 400 of ~34 500 segments: 1.2%
+        let l = judge(&[snd.clone()], Some("src"), Some("dst"));
+        assert_eq!(l.by, LimitedBy::Network);
+        assert!(l.evidence[1].contains("loss"), "{:?}", l.evidence);
+        // The window on a 40 ms round trip while the receiver reads what comes.
+        let mut snd = conn("src", "rsync", true, Some((1.0, 0.7, 0.0)));
+        snd.rtt_us = 40_000.0;
+        let rcv = conn("dst", "rsyncd", false, Some((0.0, 0.0, 0.0)));
+        let l = judge(&[snd, rcv], Some("src"), Some("dst"));
+        assert_eq!(l.by, LimitedBy::Network);
+        assert!(
+            l.evidence[1].contains("40 ms round trip"),
+            "{:?}",
+            l.evidence
+        );
+        // A NIC near its ceiling: not named `network`.
+        let nic = cand("src", Resource::Nic, None, 0.7, false);
+        assert_eq!(candidate(&l, &[nic]), None);
+        let c = candidate(&l, &[]).unwrap();
+        assert_eq!((c.resource, c.host.as_str()), (Resource::Network, "src"));
+    }
+
+    #[test]
+    fn without_chronographs_the_queues_decide() {
+        // 3.10: /proc/net/tcp, queues only.
+        let mut snd = conn("src", "rsync", true, None);
+        snd.send_queue = 2.0 * 1024.0 * 1024.0;
+        let mut rcv = conn("dst", "rsyncd", false, None);
+        rcv.recv_queue = 1024.0 * 1024.0;
+        let l = judge(&[snd.clone(), rcv.clone()], Some("src"), Some("dst"));
+        assert_eq!(
+            (l.by, l.process.as_deref()),
+            (LimitedBy::Receiver, Some("rsyncd"))
+        );
+        assert!(l.evidence[0].contains("judged by the queues"));
+        rcv.recv_queue = 0.0;
+        snd.send_queue = 0.0;
+        let l = judge(&[snd.clone(), rcv.clone()], Some("src"), Some("dst"));
+        assert_eq!(
+            (l.by, l.process.as_deref()),
+            (LimitedBy::Sender, Some("rsync"))
+        );
+        snd.send_queue = 1024.0 * 1024.0;
+        snd.retrans = 3;
+        let l = judge(&[snd.clone(), rcv.clone()], Some("src"), Some("dst"));
+        assert_eq!(l.by, LimitedBy::Network);
+        snd.retrans = 0;
+        let l = judge(&[snd, rcv], Some("src"), Some("dst"));
+        assert_eq!(l.by, LimitedBy::Unknown);
+        assert_eq!(judge(&[], None, None).by, LimitedBy::Unknown);
+    }
+
+    #[test]
+    fn a_resource_at_its_ceiling_keeps_priority() {
+        let snd = conn("src", "rsync", true, Some((1.0, 0.9, 0.0)));
+        let mut rcv = conn("dst", "rsyncd", false, Some((0.0, 0.0, 0.0)));
+        rcv.recv_queue = 1024.0 * 1024.0;
+        let l = judge(&[snd, rcv], Some("src"), Some("dst"));
+        let idle = vec![
+            cand("dst", Resource::CpuThread, Some("rsyncd"), 0.2, false),
+            cand("dst", Resource::Disk, None, 0.1, false),
+        ];
+        let app = candidate(&l, &idle).unwrap();
+        assert_eq!(
+            (app.resource, app.process.as_deref()),
+            (Resource::App, Some("rsyncd"))
+        );
+        let mut all = idle.clone();
+        all.push(app.clone());
+        let b = decide(&all, None);
+        assert_eq!(
+            (b.resource, b.host.as_deref()),
+            (Resource::App, Some("dst"))
+        );
+        // A disk at its ceiling on either host is the wall; the app is not listed as one.
+        let mut all = vec![cand("src", Resource::Disk, None, 0.95, true)];
+        all.extend(idle.iter().cloned());
+        all.push(app);
+        let b = decide(&all, None);
+        assert_eq!(
+            (b.resource, b.host.as_deref()),
+            (Resource::Disk, Some("src"))
+        );
+        assert!(
+            !b.evidence.iter().any(|e| e.contains("also at its ceiling")),
+            "{:?}",
+            b.evidence
+        );
+        // The application's thread near a core, or its disks busy: not `app`.
+        let busy = [cand("dst", Resource::CpuThread, Some("rsyncd"), 0.7, false)];
+        assert_eq!(candidate(&l, &busy), None);
+        let disk = [cand("dst", Resource::Disk, None, 0.6, false)];
+        assert_eq!(candidate(&l, &disk), None);
+    }
+}
