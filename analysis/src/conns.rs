@@ -108,7 +108,12 @@ pub struct PeerEnd {
     pub host: String,
     pub comm: String,
     pub pid: u32,
+    /// When it ended, on our host's clock: its agent's time corrected by both hosts' clock
+    /// offsets when the collector measured them (else its agent's time as it is).
     pub ended_ms: u64,
+    /// How exact `ended_ms` is against our clock (the two offsets' precisions added); None
+    /// when an offset is unknown and the agents' clocks are taken as they are.
+    pub clock_precision_ms: Option<u64>,
     pub status: Option<ExitStatus>,
     pub lifetime_ms: u64,
 }
@@ -157,11 +162,18 @@ pub fn peer_end(hosts: &[HostData], at: usize, pid: u32, t: u64) -> Option<PeerE
                     _ => None,
                 });
                 if let Some((ended_ms, status, lifetime_ms)) = end {
+                    // Its clock to ours: t_ours = t_theirs - their offset + our offset.
+                    let clocks = hosts[at].clock().zip(o.clock());
+                    let ended_ms = clocks.map_or(ended_ms, |(ours, theirs)| {
+                        (ended_ms as i64 - theirs.offset_ms + ours.offset_ms).max(0) as u64
+                    });
                     return Some(PeerEnd {
                         host: o.name.clone(),
                         comm: p.comm.to_string(),
                         pid: p.pid,
                         ended_ms,
+                        clock_precision_ms: clocks
+                            .map(|(a, b)| a.precision_ms.saturating_add(b.precision_ms)),
                         status,
                         lifetime_ms,
                     });
@@ -314,8 +326,43 @@ mod tests {
         );
         assert_eq!(p.ended_ms, 100_600);
         assert_eq!(p.status.unwrap().signal, Some(9));
+        assert_eq!(p.clock_precision_ms, None);
         // No connection seen for the pid: no peer.
         assert_eq!(peer_end(&hosts, 0, 8, 101_000), None);
+        // dst's clock runs 1.5 s ahead of the collector's, src's 0.2 s behind: on src's clock
+        // dst's end (100 600 on dst's) was at 100 600 - 1500 - 200 = 98 900.
+        let clock = |offset_ms, precision_ms| {
+            Some(crate::input::ClockOffset {
+                offset_ms,
+                precision_ms,
+            })
+        };
+        let [mut src, mut dst] = hosts;
+        src.instances = vec![crate::input::Instance {
+            id: 1,
+            hello: Default::default(),
+            clock: clock(-200, 2),
+        }];
+        dst.instances = vec![crate::input::Instance {
+            id: 2,
+            hello: Default::default(),
+            clock: clock(1500, 3),
+        }];
+        let hosts = [src, dst];
+        let p = peer_end(&hosts, 0, 7, 101_000).unwrap();
+        assert_eq!((p.ended_ms, p.clock_precision_ms), (98_900, Some(5)));
+    }
+
+    #[test]
+    fn a_clock_offset_from_the_handshake() {
+        use crate::input::ClockOffset;
+        // Auth sent at 1000, Hello read at 1010, stamped 6005 by the agent: 5000 ahead, ±5 ms.
+        let c = ClockOffset::measure(1000, 1010, 6005).unwrap();
+        assert_eq!((c.offset_ms, c.precision_ms), (5000, 5));
+        let c = ClockOffset::measure(1000, 1003, 900).unwrap();
+        assert_eq!((c.offset_ms, c.precision_ms), (-101, 2));
+        // The collector's clock stepped back in between: no measurement.
+        assert_eq!(ClockOffset::measure(1000, 990, 1000), None);
     }
 
     #[test]

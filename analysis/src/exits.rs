@@ -148,9 +148,12 @@ fn peer_text(d: &Death, p: &crate::conns::PeerEnd) -> String {
     } else {
         format!("{} later", span(-dt))
     };
+    let clocks = match p.clock_precision_ms {
+        Some(ms) => format!("clocks matched to within ±{ms} ms by the collector"),
+        None => "agent clocks as they are; their offset was not measured".to_string(),
+    };
     format!(
-        "the peer `{}` (pid {}) on {} ended {when}: {} (agent clocks as they are; the offset \
-         between hosts is not estimated)",
+        "the peer `{}` (pid {}) on {} ended {when}: {} ({clocks})",
         p.comm,
         p.pid,
         p.host,
@@ -289,6 +292,7 @@ mod tests {
             comm: "rsyncd".into(),
             pid: 90,
             ended_ms: 1_700_000_000_000 - 400,
+            clock_precision_ms: Some(3),
             status: Some(st(Some(1), None, false, false)),
             lifetime_ms: 60_000,
         };
@@ -318,7 +322,7 @@ mod tests {
             pattern_cause(&[d(&e12, None, Some(peer.clone())), d(&e12, None, Some(peer))]);
         assert_eq!(c, Cause::Peer);
         assert!(
-            ev[0].contains("the peer `rsyncd` (pid 90) on dst ended 400 ms earlier: exited with status 1 after 1 min"),
+            ev[0].contains("the peer `rsyncd` (pid 90) on dst ended 400 ms earlier: exited with status 1 after 1 min (clocks matched to within ±3 ms by the collector)"),
             "{ev:?}"
         );
     }

@@ -8,6 +8,30 @@ use nasprobe_proto::{Event, Hello, Sample};
 pub struct Instance {
     pub id: u64,
     pub hello: Hello,
+    /// How far the agent's clock is from the collector's, when the collector measured it.
+    pub clock: Option<ClockOffset>,
+}
+
+/// The agent's clock minus the collector's, from the handshake: the collector sends its last
+/// `Auth` at c1 and reads the `Hello` (stamped `now_ms` by the agent in between) at c2, so the
+/// offset is `now_ms - (c1 + c2) / 2` to within half the round trip, `(c2 - c1) / 2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockOffset {
+    pub offset_ms: i64,
+    pub precision_ms: u64,
+}
+
+impl ClockOffset {
+    /// From the collector's send and receive times and the agent's stamp (all ms since the
+    /// epoch); None when the receive time is before the send time (the collector's clock moved).
+    pub fn measure(sent_ms: u64, received_ms: u64, agent_ms: u64) -> Option<ClockOffset> {
+        let rt = received_ms.checked_sub(sent_ms)?;
+        let mid = sent_ms + rt / 2;
+        Some(ClockOffset {
+            offset_ms: agent_ms as i64 - mid as i64,
+            precision_ms: rt.div_ceil(2),
+        })
+    }
 }
 
 /// One stored sample, kept encoded: a decoded `Sample` is ~20 KB of fixed-capacity lists, so
@@ -79,6 +103,11 @@ pub struct HostData {
 }
 
 impl HostData {
+    /// The clock offset of the newest instance the collector measured.
+    pub fn clock(&self) -> Option<ClockOffset> {
+        self.instances.iter().rev().find_map(|i| i.clock)
+    }
+
     /// Samples with the `Hello` of their instance, decoded one at a time, in time order (None
     /// for a body that is not a valid sample).
     pub fn decoded(&self) -> impl Iterator<Item = (&Hello, &TimedSample, Option<Sample>)> + '_ {

@@ -19,5 +19,5 @@ pub mod time;
 pub mod transfers;
 pub mod verdict;
 
-pub use input::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
+pub use input::{ClockOffset, GapInfo, HostData, Instance, TimedEvent, TimedSample};
 pub use report::{Analysis, Options, Report, analyze, build};

@@ -56,6 +56,11 @@ pub struct HostSummary {
     pub tcp: TcpSummary,
     /// The agent's own CPU, µs per second of wall time (median).
     pub agent_cpu_us_per_s: f64,
+    /// The agent's clock minus the collector's (ms), measured over the connection handshake;
+    /// null when not measured (a store written by an older collector).
+    pub clock_offset_ms: Option<i64>,
+    /// How exact that is: half the handshake's round trip (ms).
+    pub clock_offset_precision_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -275,6 +280,11 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         let idx = active_indices(s, active_range);
         per_host.push(verdict::candidates(s, &idx));
         summaries.push(summarize(s, &idx, r.points.len()));
+    }
+    for (sum, h) in summaries.iter_mut().zip(hosts) {
+        let c = h.clock();
+        sum.clock_offset_ms = c.map(|c| c.offset_ms);
+        sum.clock_offset_precision_ms = c.map(|c| c.precision_ms);
     }
     let mut candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
     let mut flow = flow;
@@ -516,6 +526,9 @@ fn summarize(s: &HostSeries, idx: &[usize], samples: usize) -> HostSummary {
                 .sum(),
         },
         agent_cpu_us_per_s: round2(median(&s.agent_cpu).unwrap_or(0.0) * 1e6),
+        // Set by `analyze` from the instances.
+        clock_offset_ms: None,
+        clock_offset_precision_ms: None,
     }
 }
 
@@ -1009,6 +1022,7 @@ mod tests {
                 clock_ticks_per_sec: hz,
                 ..Hello::default()
             },
+            clock: None,
         };
         let host = HostData {
             name: "nas".into(),
@@ -1047,6 +1061,7 @@ mod tests {
             instances: vec![Instance {
                 id: 1,
                 hello: Hello::default(),
+                clock: None,
             }],
             samples: vec![
                 crate::input::TimedSample::new(1_000, 0, 1, &good),

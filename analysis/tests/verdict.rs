@@ -206,6 +206,7 @@ fn host_data(h: &Host, seconds: usize, load: impl Fn(usize) -> Load) -> HostData
         instances: vec![Instance {
             id: 1,
             hello: hello(h),
+            clock: None,
         }],
         samples: (0..seconds)
             .map(|t| {

@@ -218,6 +218,8 @@ pub struct Session {
     /// The session's MACs (frames to the agent, from it), once the agent proved the token.
     tx_mac: Option<FrameMac>,
     rx_mac: Option<FrameMac>,
+    /// The agent's clock against this one, measured over the handshake's last round trip.
+    pub clock: Option<nasprobe_analysis::ClockOffset>,
 }
 
 fn wire_err(host: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
@@ -275,6 +277,7 @@ impl Session {
             hello_at: std::time::Instant::now(),
             tx_mac: None,
             rx_mac: None,
+            clock: None,
         };
         let h = host.to_string();
         timeout(HANDSHAKE_TIMEOUT, s.handshake(token), || {
@@ -290,11 +293,16 @@ impl Session {
     /// Drives the protocol's handshake machine until the agent's Hello.
     async fn handshake(&mut self, token: &[u8]) -> Result<(), ClientError> {
         let mut hs = ClientHandshake::new(random_nonce());
+        // When the last Auth went out: the agent stamps its Hello after reading it.
+        let mut auth_sent_ms = None;
         loop {
             let msg = self.read_msg().await?;
             let awaiting = hs.awaiting();
             match hs.on_message(token, msg) {
-                Ok(ClientAction::SendAuth(a)) => self.send(&Message::Auth(a)).await?,
+                Ok(ClientAction::SendAuth(a)) => {
+                    self.send(&Message::Auth(a)).await?;
+                    auth_sent_ms = Some(crate::conn::now_ms());
+                }
                 Ok(ClientAction::Wait) => {
                     // The agent proved the token: every frame from here on is sealed.
                     if let Some((tx, rx)) = hs.frame_macs(token) {
@@ -303,6 +311,10 @@ impl Session {
                     }
                 }
                 Ok(ClientAction::Hello(mut h)) => {
+                    let received_ms = crate::conn::now_ms();
+                    self.clock = auth_sent_ms.and_then(|sent| {
+                        nasprobe_analysis::ClockOffset::measure(sent, received_ms, h.now_ms)
+                    });
                     nasprobe_proto::sanitize::hello(&mut h);
                     crate::validate::check_hello(&h, crate::conn::now_ms()).map_err(|why| {
                         ClientError::BadHello {

@@ -175,6 +175,8 @@ pub enum StoreMsg {
         host: String,
         addr: String,
         hello: Box<Hello>,
+        /// The agent's clock offset measured over the handshake.
+        clock: Option<nasprobe_analysis::ClockOffset>,
         reply: Sender<Result<Registration, String>>,
     },
     Item(Item),
@@ -282,6 +284,7 @@ async fn run_connection(
             host: spec.name.clone(),
             addr: spec.addr.clone(),
             hello: Box::new(hello.clone()),
+            clock: s.clock,
             reply: rtx,
         })
         .await
@@ -575,12 +578,17 @@ pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live
             host,
             addr,
             hello,
+            clock,
             reply,
         }) = pending_hello.take()
         {
             let label = (host.clone(), hello.instance_id);
             let (s, r) = retry_store(store, &live, move |st: &mut Store| {
-                st.register(&host, &addr, &hello)
+                let reg = st.register(&host, &addr, &hello)?;
+                if let Some(c) = clock {
+                    st.note_clock(reg.instance, c)?;
+                }
+                Ok(reg)
             })
             .await;
             store = s;

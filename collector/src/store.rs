@@ -137,6 +137,20 @@ const MIGRATIONS: &[&str] = &[
      ) WITHOUT ROWID;",
 ];
 
+/// Per agent instance, its clock against the collector's as the best handshake measured it
+/// (`analysis::ClockOffset`). Kept apart from [`MIGRATIONS`] (created when first written, read
+/// when present) so that it needs no schema version of its own: a store without it reports the
+/// offsets as unknown.
+const CLOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS clock_offsets(
+        instance INTEGER PRIMARY KEY,
+        offset_ms INTEGER NOT NULL,
+        precision_ms INTEGER NOT NULL,
+        measured_ms INTEGER NOT NULL
+     )";
+/// A measurement older than this is replaced by a newer one even when less precise (clocks
+/// drift).
+const CLOCK_STALE_MS: i64 = 3_600_000;
+
 /// The newest schema this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -788,6 +802,7 @@ impl Store {
             )
             .map_err(e)?;
         let mut host_gaps: Vec<Gap> = Vec::new();
+        let clocks = self.clock_offsets().map_err(e)?;
         for (name, _address, _host, raw) in self.instances().map_err(e)? {
             if out.last().is_none_or(|w| w.name != name) {
                 host_gaps = gaps.iter().filter(|g| g.host == name).cloned().collect();
@@ -899,6 +914,7 @@ impl Store {
                 w.instances.push(Instance {
                     id: raw.instance_id,
                     hello,
+                    clock: clocks.get(&raw.row).copied(),
                 });
             }
         }
@@ -1162,8 +1178,69 @@ impl Store {
                 [cutoff_ms as i64],
             )
             .map_err(e)?;
+        // The clock offsets of the instances gone with them.
+        tx.execute_batch(CLOCK_TABLE).map_err(e)?;
+        tx.execute(
+            "DELETE FROM clock_offsets WHERE instance NOT IN (SELECT id FROM instances)",
+            [],
+        )
+        .map_err(e)?;
         tx.commit().map_err(e)?;
         Ok(n)
+    }
+
+    /// Keeps the clock offset of `instance` measured now if it is more precise than the one
+    /// stored, or that one is stale ([`CLOCK_STALE_MS`]).
+    pub fn note_clock(
+        &mut self,
+        instance: i64,
+        c: nasprobe_analysis::ClockOffset,
+    ) -> Result<(), StoreError> {
+        let e = |e| classify(&self.path, e);
+        self.conn.execute_batch(CLOCK_TABLE).map_err(e)?;
+        self.conn
+            .execute(
+                "INSERT INTO clock_offsets(instance, offset_ms, precision_ms, measured_ms)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(instance) DO UPDATE SET offset_ms = excluded.offset_ms,
+                    precision_ms = excluded.precision_ms, measured_ms = excluded.measured_ms
+                 WHERE excluded.precision_ms <= clock_offsets.precision_ms
+                    OR excluded.measured_ms - clock_offsets.measured_ms > ?5",
+                params![
+                    instance,
+                    c.offset_ms,
+                    c.precision_ms.min(i64::MAX as u64) as i64,
+                    now_ms() as i64,
+                    CLOCK_STALE_MS
+                ],
+            )
+            .map_err(e)?;
+        Ok(())
+    }
+
+    /// The stored clock offsets by instance row (none when no collector wrote one yet).
+    fn clock_offsets(&self) -> rusqlite::Result<HashMap<i64, nasprobe_analysis::ClockOffset>> {
+        let exists: bool = self.conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'clock_offsets')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !exists {
+            return Ok(HashMap::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT instance, offset_ms, precision_ms FROM clock_offsets")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                nasprobe_analysis::ClockOffset {
+                    offset_ms: r.get(1)?,
+                    precision_ms: r.get::<_, i64>(2)?.max(0) as u64,
+                },
+            ))
+        })?;
+        rows.collect()
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound.

@@ -239,3 +239,36 @@ fn bytes_per_sample_under_budget() {
     // TODO(compaction): bring under 300 bytes per sample.
     assert!(per < 700.0, "{per} bytes per sample");
 }
+
+#[test]
+fn clock_offsets_keep_the_most_precise_measurement() {
+    use nasprobe_analysis::ClockOffset;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db");
+    let mut s = Store::open(&path).unwrap();
+    let h = nas_hello(0xc10c, 1_000_000, 1000);
+    let reg = s.register("dst", "10.0.0.2:7451", &h).unwrap();
+    s.write_batch(&[sample_item(reg.instance, 1, 1_001_000)])
+        .unwrap();
+    // Before any measurement: unknown.
+    let w = s.load_window(None, None).unwrap();
+    assert_eq!(w[0].instances[0].clock, None);
+    let c = |offset_ms, precision_ms| ClockOffset {
+        offset_ms,
+        precision_ms,
+    };
+    s.note_clock(reg.instance, c(1500, 4)).unwrap();
+    // A later, less precise handshake does not replace it; a more precise one does.
+    s.note_clock(reg.instance, c(1400, 40)).unwrap();
+    assert_eq!(
+        s.load_window(None, None).unwrap()[0].clock(),
+        Some(c(1500, 4))
+    );
+    s.note_clock(reg.instance, c(1490, 1)).unwrap();
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(
+        s.load_window(None, None).unwrap()[0].clock(),
+        Some(c(1490, 1))
+    );
+}

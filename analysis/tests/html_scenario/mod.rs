@@ -288,6 +288,7 @@ pub fn pair(seconds: u64, step_s: u64, death_every_s: u64, gaps: &[(u64, u64)]) 
             instances: vec![Instance {
                 id: 1,
                 hello: hello(name, 0x51_0000 + hi as u64),
+                clock: None,
             }],
             ..Default::default()
         };
@@ -314,6 +315,7 @@ pub fn pair(seconds: u64, step_s: u64, death_every_s: u64, gaps: &[(u64, u64)]) 
                         h.instances.push(Instance {
                             id: 2,
                             hello: hello(name, 0x52_0000),
+                            clock: None,
                         });
                         h.events.push(TimedEvent {
                             time_ms: T0 + (gs + gl) * 1000,
