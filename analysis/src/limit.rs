@@ -27,7 +27,8 @@ pub(crate) const SNDBUF_LIMITED: f64 = 0.2;
 pub(crate) const APP_IDLE_BUSY: f64 = 0.5;
 /// A round trip this long or longer is long: a small window on it limits the flow.
 pub(crate) const LONG_RTT_US: f64 = 20_000.0;
-/// Retransmitted segments at this share of those sent or more: loss.
+/// Retransmitted segments at this share of the segments delivered (bytes acked / MSS) or more:
+/// loss.
 pub(crate) const LOSS_SHARE: f64 = 0.005;
 /// A receive queue holding this much (median) is a receiver that does not read.
 pub(crate) const RECV_FULL_BYTES: f64 = 32.0 * 1024.0;
@@ -309,7 +310,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
         s.retrans,
         s.sent
             .filter(|&b| b > 0)
-            .map(|_| format!(" ({:.2}% of those sent)", loss * 100.0))
+            .map(|_| format!(" ({:.2}% of the segments delivered)", loss * 100.0))
             .unwrap_or_default()
     );
     let (busy, rwnd, sndbuf) = (s.frac(s.busy_us), s.frac(s.rwnd_us), s.frac(s.sndbuf_us));

@@ -243,6 +243,10 @@ cause=$(jq -r '[.patterns[] | select(.process == "np15cli" and .host == "src")][
 jq -e '[.patterns[] | select(.process == "np15cli" and .host == "src")][0].cause_evidence[0]
     | test("the peer `np15srv` \\(pid [0-9]+\\) on dst ended [0-9.]+ m?s earlier: died by SIGKILL")' "$J" >/dev/null ||
     { showp; fail "peer: evidence does not name the server's end"; }
+# Both agents' clocks were measured over their handshakes: the timeline says how exact it is.
+jq -e '[.patterns[] | select(.process == "np15cli" and .host == "src")][0].cause_evidence[0]
+    | test("died by SIGKILL after [^)]*\\(clocks matched to within ±[0-9]+ ms by the collector\\)")' "$J" >/dev/null ||
+    { showp; fail "peer: the timeline does not give the clocks' precision"; }
 cause=$(jq -r '[.patterns[] | select(.process == "np15srv" and .host == "dst")][0].cause // "none"' "$J")
 [[ $cause == killed ]] || { showp; fail "peer: server pattern cause '$cause', want killed"; }
 say "peer: the client's 2 deaths have cause peer naming the server killed by SIGKILL"

@@ -7,7 +7,10 @@
 #      writes as fast as it can): `bottleneck.resource` `app` on dst naming the receiver's comm,
 #      `flow.limited_by` `receiver`, the evidence giving the rwnd_limited share;
 #  (b) a sender on src that writes 64 KiB then sleeps 12 ms, work included (the receiver reads as fast as it
-#      can): `app` on src naming the sender, `flow.limited_by` `sender`.
+#      can): `app` on src naming the sender, `flow.limited_by` `sender`;
+#  (c) a bulk flow through a token-bucket shaper that drops what overflows its queue (no netem
+#      on this kernel): `bottleneck.resource` `network`, `flow.limited_by` `network`, the
+#      evidence counting the retransmitted segments.
 #
 # Two "hosts" (network + pid namespaces, tests/e2e/lib/netns.sh) joined by a veth pair
 # (10.249.0.1/24 in src, 10.249.0.2/24 in dst); the collector runs in src's network namespace.
@@ -28,7 +31,7 @@ source "$REPO/tests/e2e/lib/skip.sh"
 # shellcheck source=tests/e2e/lib/netns.sh
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=flow_limit
-for c in ip jq python3 unshare nsenter; do command -v "$c" >/dev/null || nn_fail "$c missing (scripts/setup installs it)"; done
+for c in ip tc jq python3 unshare nsenter; do command -v "$c" >/dev/null || nn_fail "$c missing (scripts/setup installs it)"; done
 if [[ -n ${NASPROBE_BIN_DIR:-} ]]; then
     BIN=$NASPROBE_BIN_DIR
 else
@@ -141,5 +144,21 @@ jq -e '.bottleneck.resource == "app" and .bottleneck.host == "src" and .bottlene
 jq -e '[.flow.limit_evidence[] | test("had data to send [0-9]+% of the time")] | any' "$J" >/dev/null ||
     nn_fail "slow writer: the evidence does not give the busy share"
 nn_log "(b) $(jq -r '.flow.limit_evidence[0]' "$J")"
+
+# --- (c) the path drops: a shaper in between ---------------------------------------------------
+# This kernel has no netem: a token bucket on src's end of the veth (40 Mbit/s, a 10 ms queue)
+# stands for a shaper on the way, dropping what overflows its queue. The veth says 10 Gb/s,
+# so no local link is near its ceiling; both programs move data as fast as they can.
+ip netns exec "${NN_NS[src]}" tc qdisc add dev vsrc root tbf rate 40mbit burst 16kb latency 10ms ||
+    nn_fail "tc tbf on vsrc"
+phase lossy-path 0 0 5003
+J="$T/lossy-path.json"
+jq -e '.flow.limited_by == "network"' "$J" >/dev/null ||
+    nn_fail "lossy path: flow.limited_by $(jq -c .flow.limited_by "$J"), want network"
+jq -e '.bottleneck.resource == "network" and .bottleneck.host == "src"' "$J" >/dev/null ||
+    nn_fail "lossy path: bottleneck $(jq -c '.bottleneck | {host, resource, process}' "$J"), want network (src's connection)"
+jq -e '[.flow.limit_evidence[] | test("[1-9][0-9]* retransmitted segments")] | any' "$J" >/dev/null ||
+    nn_fail "lossy path: the evidence does not count the retransmitted segments"
+nn_log "(c) $(jq -r '.flow.limit_evidence | join(" / ")' "$J")"
 nn_log "OK ($((SECONDS - START)) s)"
-echo "flow_limit: 2 passed, 0 failed"
+echo "flow_limit: 3 passed, 0 failed"
