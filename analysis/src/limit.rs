@@ -56,17 +56,6 @@ pub enum LimitedBy {
     Unknown,
 }
 
-impl LimitedBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitedBy::Receiver => "receiver",
-            LimitedBy::Sender => "sender",
-            LimitedBy::Network => "network",
-            LimitedBy::Unknown => "unknown",
-        }
-    }
-}
-
 /// One connection of one process on one host over the window: first and last tcp_info,
 /// queue medians.
 #[derive(Debug, Clone)]
@@ -157,7 +146,7 @@ pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat>
                 comm,
                 local: b.local.clone(),
                 remote: b.remote.clone(),
-                span_ms: t1 - t0,
+                span_ms: t1.saturating_sub(t0),
                 sent: d(|i| i.bytes_acked),
                 received: d(|i| i.bytes_received),
                 busy_us: d(|i| i.busy_time_us),
@@ -186,7 +175,7 @@ pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat>
 
 /// Who holds the flow back, with the sentences behind it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Limit {
+pub(crate) struct Limit {
     pub by: LimitedBy,
     pub evidence: Vec<String>,
     /// The host and process of the application that holds it (receiver or sender), when
@@ -539,7 +528,7 @@ pub(crate) fn candidate(limit: &Limit, all: &[Candidate]) -> Option<Candidate> {
 /// The verdict's words for an `app` or `network` bottleneck ("the receiving application
 /// `np15recv` on dst holds the flow back: it does not read as fast as the data comes"); None for
 /// the other resources. The text report, the live verdict and the HTML headline say it so.
-pub fn verdict_words(
+pub(crate) fn verdict_words(
     b: &crate::verdict::Bottleneck,
     flow: Option<&crate::verdict::Flow>,
 ) -> Option<String> {
@@ -625,6 +614,91 @@ mod tests {
             lone: true,
             sentence: format!("{host}: {resource} at {util}"),
         }
+    }
+
+    /// A `Connections` event of one process with one connection at `t`.
+    fn conns_ev(t: u64, pid: u32, c: TcpConn) -> crate::input::TimedEvent {
+        let mut conns = heapless::Vec::new();
+        conns.push(c).unwrap();
+        let mut procs = heapless::Vec::new();
+        procs
+            .push(nasprobe_proto::ProcConnections {
+                pid,
+                comm: nasprobe_proto::Comm::try_from("rsync").unwrap(),
+                conns,
+                more: 0,
+            })
+            .unwrap();
+        crate::input::TimedEvent {
+            time_ms: t,
+            instance: 0,
+            seq: t,
+            event: Event::Connections(nasprobe_proto::Connections { procs }),
+        }
+    }
+
+    fn tcp(acked: u64, busy_us: u64, rwnd_us: u64, total_retrans: u32, send_queue: u32) -> TcpConn {
+        TcpConn {
+            local: sa([10, 0, 0, 1], 40000),
+            remote: sa([10, 0, 0, 2], 873),
+            state: 1,
+            send_queue,
+            recv_queue: 0,
+            info: Some(nasprobe_proto::TcpConnInfo {
+                probes: 0,
+                backoff: 0,
+                rto_us: 204_000,
+                rtt_us: 800,
+                snd_cwnd: 30,
+                total_retrans,
+                last_data_sent_ms: 0,
+                last_data_recv_ms: 0,
+                bytes_acked: Some(acked),
+                bytes_received: Some(0),
+                delivery_rate: None,
+                busy_time_us: Some(busy_us),
+                rwnd_limited_us: Some(rwnd_us),
+                sndbuf_limited_us: Some(0),
+            }),
+            retransmits: 0,
+        }
+    }
+
+    #[test]
+    fn connection_figures_are_differences_over_the_window() {
+        let h = HostData {
+            name: "src".into(),
+            events: vec![
+                conns_ev(1_000, 7, tcp(1_000_000, 5_000_000, 1_000_000, 10, 4096)),
+                conns_ev(3_000, 7, tcp(9_000_000, 6_000_000, 1_000_000, 12, 0)),
+                conns_ev(5_000, 7, tcp(21_000_000, 6_200_000, 1_100_000, 12, 8192)),
+                // Outside the window.
+                conns_ev(9_000, 7, tcp(99_000_000, 9_000_000, 9_000_000, 99, 0)),
+            ],
+            ..HostData::default()
+        };
+        let st = conn_stats(&[h], (0, 6_000));
+        assert_eq!(st.len(), 1);
+        let c = &st[0];
+        assert_eq!(
+            (c.host.as_str(), c.pid, c.comm.as_str()),
+            ("src", 7, "rsync")
+        );
+        assert_eq!(c.span_ms, 4_000);
+        assert_eq!(c.sent, Some(20_000_000));
+        assert_eq!(
+            (c.busy_us, c.rwnd_us, c.retrans),
+            (Some(1_200_000), Some(100_000), 2)
+        );
+        assert_eq!(c.send_queue, 4096.0);
+        // Busy 30% of the 4 s: the sender did not write.
+        let l = judge(&st, Some("src"), Some("dst"));
+        assert_eq!((l.by, l.host.as_deref()), (LimitedBy::Sender, Some("src")));
+        assert!(
+            l.evidence[0].contains("had data to send 30% of the time"),
+            "{:?}",
+            l.evidence
+        );
     }
 
     #[test]

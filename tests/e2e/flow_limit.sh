@@ -119,31 +119,31 @@ phase() {
     jq -c '{flow: (.flow | {from, to, sustained_mb_s, limited_by, limit_evidence}), bottleneck: (.bottleneck | {host, resource, process, utilization})}' "$T/$name.json"
 }
 
+# expect_app NAME WHAT LIMITED_BY HOST PROCESS EVIDENCE: the report of phase NAME has a flow of
+# about 5 MB/s limited by LIMITED_BY, `app` on HOST naming PROCESS, and a limit_evidence
+# sentence matching the jq regex EVIDENCE.
+expect_app() {
+    local name=$1 what=$2 by=$3 host=$4 proc=$5 re=$6 J="$T/$1.json"
+    jq -e '.flow.sustained_mb_s >= 2 and .flow.sustained_mb_s <= 8' "$J" >/dev/null ||
+        nn_fail "$what: flow $(jq -c '.flow.sustained_mb_s' "$J") MB/s, want about 5"
+    jq -e --arg by "$by" '.flow.limited_by == $by' "$J" >/dev/null ||
+        nn_fail "$what: flow.limited_by $(jq -c .flow.limited_by "$J"), want $by"
+    jq -e --arg h "$host" --arg p "$proc" \
+        '.bottleneck.resource == "app" and .bottleneck.host == $h and .bottleneck.process == $p' "$J" >/dev/null ||
+        nn_fail "$what: bottleneck $(jq -c '.bottleneck | {host, resource, process}' "$J"), want app on $host, $proc"
+    jq -e --arg re "$re" '[.flow.limit_evidence[] | test($re)] | any' "$J" >/dev/null ||
+        nn_fail "$what: no evidence sentence matches /$re/"
+    nn_log "$what: $(jq -r '.flow.limit_evidence[0]' "$J")"
+}
+
 # --- (a) the receiver does not read -----------------------------------------------------------
 phase slow-reader 0.0115 0 5001
-J="$T/slow-reader.json"
-jq -e '.flow.sustained_mb_s >= 2 and .flow.sustained_mb_s <= 8' "$J" >/dev/null ||
-    nn_fail "slow reader: flow $(jq -c '.flow.sustained_mb_s' "$J") MB/s, want about 5"
-jq -e '.flow.limited_by == "receiver"' "$J" >/dev/null ||
-    nn_fail "slow reader: flow.limited_by $(jq -c .flow.limited_by "$J"), want receiver"
-jq -e '.bottleneck.resource == "app" and .bottleneck.host == "dst" and .bottleneck.process == "np15rd"' "$J" >/dev/null ||
-    nn_fail "slow reader: bottleneck $(jq -c '.bottleneck | {host, resource, process}' "$J"), want app on dst, np15rd"
-jq -e '[.flow.limit_evidence[] | test("waited on the receiver.s window [0-9]+%|[0-9.]+ [KM]iB unread in its receive queue")] | any' "$J" >/dev/null ||
-    nn_fail "slow reader: the evidence gives neither the rwnd_limited share nor the unread queue"
-nn_log "(a) $(jq -r '.flow.limit_evidence[0]' "$J")"
+expect_app slow-reader "(a) slow reader" receiver dst np15rd \
+    "waited on the receiver.s window [0-9]+%|[0-9.]+ [KM]iB unread in its receive queue"
 
 # --- (b) the sender does not write ------------------------------------------------------------
 phase slow-writer 0 0.0115 5002
-J="$T/slow-writer.json"
-jq -e '.flow.sustained_mb_s >= 2 and .flow.sustained_mb_s <= 8' "$J" >/dev/null ||
-    nn_fail "slow writer: flow $(jq -c '.flow.sustained_mb_s' "$J") MB/s, want about 5"
-jq -e '.flow.limited_by == "sender"' "$J" >/dev/null ||
-    nn_fail "slow writer: flow.limited_by $(jq -c .flow.limited_by "$J"), want sender"
-jq -e '.bottleneck.resource == "app" and .bottleneck.host == "src" and .bottleneck.process == "np15wr"' "$J" >/dev/null ||
-    nn_fail "slow writer: bottleneck $(jq -c '.bottleneck | {host, resource, process}' "$J"), want app on src, np15wr"
-jq -e '[.flow.limit_evidence[] | test("had data to send [0-9]+% of the time")] | any' "$J" >/dev/null ||
-    nn_fail "slow writer: the evidence does not give the busy share"
-nn_log "(b) $(jq -r '.flow.limit_evidence[0]' "$J")"
+expect_app slow-writer "(b) slow writer" sender src np15wr "had data to send [0-9]+% of the time"
 
 # --- (c) the path drops: a shaper in between ---------------------------------------------------
 # This kernel has no netem: a token bucket on src's end of the veth (40 Mbit/s, a 10 ms queue)
