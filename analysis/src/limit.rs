@@ -40,6 +40,9 @@ pub(crate) const APP_THREAD_MAX: f64 = 0.6;
 /// Disks at this util or more are not idle; a NIC at this share of its link is near its ceiling.
 pub(crate) const DISK_BUSY: f64 = 0.5;
 pub(crate) const NIC_NEAR: f64 = 0.5;
+/// The application waits for a CPU (schedstat run_delay) less than this share of its time:
+/// busy cores do not hold it back, its own pacing does.
+pub(crate) const APP_RUN_DELAY_MAX: f64 = 0.25;
 /// Segment size for the loss share when only bytes are known (Ethernet MSS).
 const MSS: f64 = 1448.0;
 /// Samples of a connection at least this far apart give rates.
@@ -450,8 +453,15 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
 
 /// The `app` or `network` candidate of `limit`, a wall only when the rest agrees: the
 /// application's thread far from a full core and its disks idle (`app`), no local link near its
-/// ceiling (`network`). `all` are the hosts' resource candidates.
-pub(crate) fn candidate(limit: &Limit, all: &[Candidate]) -> Option<Candidate> {
+/// ceiling (`network`). `all` are the hosts' resource candidates; `run_delay` the application's
+/// share of its time waiting for a CPU (median), when known: below [`APP_RUN_DELAY_MAX`] the
+/// candidate is `lone` (busy cores do not hold it: `verdict::decide` lets it pass a `cpu_all`
+/// wall).
+pub(crate) fn candidate(
+    limit: &Limit,
+    all: &[Candidate],
+    run_delay: Option<f64>,
+) -> Option<Candidate> {
     let (resource, host) = match limit.by {
         LimitedBy::Receiver | LimitedBy::Sender => (Resource::App, limit.host.clone()?),
         LimitedBy::Network => (
@@ -498,9 +508,12 @@ pub(crate) fn candidate(limit: &Limit, all: &[Candidate]) -> Option<Candidate> {
                 "sending"
             };
             format!(
-                "{host}: the {side} application `{}` holds the flow back ({} of the time), while its thread is far from a full core and its disks are idle",
+                "{host}: the {side} application `{}` holds the flow back ({} of the time), while its thread is far from a full core{} and its disks are idle",
                 limit.process.as_deref().unwrap_or("?"),
-                pct(limit.share)
+                pct(limit.share),
+                run_delay
+                    .map(|r| format!(" (waiting for a CPU {} of its time)", pct(r)))
+                    .unwrap_or_default()
             )
         }
         _ => format!(
@@ -520,7 +533,7 @@ pub(crate) fn candidate(limit: &Limit, all: &[Candidate]) -> Option<Candidate> {
         utilization: round2(limit.share),
         score: limit.share,
         wall: true,
-        lone: false,
+        lone: resource == Resource::App && run_delay.is_some_and(|r| r < APP_RUN_DELAY_MAX),
         sentence,
     })
 }
@@ -726,7 +739,7 @@ mod tests {
         // The receiving end not observed: still the receiver, but no application to name.
         let l = judge(&[snd], Some("src"), Some("dst"));
         assert_eq!((l.by, l.host.as_deref()), (LimitedBy::Receiver, None));
-        assert_eq!(candidate(&l, &[]), None);
+        assert_eq!(candidate(&l, &[], None), None);
     }
 
     #[test]
@@ -772,8 +785,8 @@ mod tests {
         );
         // A NIC near its ceiling: not named `network`.
         let nic = cand("src", Resource::Nic, None, 0.7, false);
-        assert_eq!(candidate(&l, &[nic]), None);
-        let c = candidate(&l, &[]).unwrap();
+        assert_eq!(candidate(&l, &[nic], None), None);
+        let c = candidate(&l, &[], None).unwrap();
         assert_eq!((c.resource, c.host.as_str()), (Resource::Network, "src"));
     }
 
@@ -817,7 +830,7 @@ mod tests {
             cand("dst", Resource::CpuThread, Some("rsyncd"), 0.2, false),
             cand("dst", Resource::Disk, None, 0.1, false),
         ];
-        let app = candidate(&l, &idle).unwrap();
+        let app = candidate(&l, &idle, Some(0.05)).unwrap();
         assert_eq!(
             (app.resource, app.process.as_deref()),
             (Resource::App, Some("rsyncd"))
@@ -843,10 +856,38 @@ mod tests {
             "{:?}",
             b.evidence
         );
+        // Every core busy: the wall, unless the application rarely waits for a CPU (then the
+        // cores are other work's).
+        let cpu = cand("dst", Resource::CpuAll, None, 0.97, true);
+        let mut all = vec![cpu.clone()];
+        all.extend(idle.iter().cloned());
+        all.push(candidate(&l, &idle, Some(0.4)).unwrap());
+        assert_eq!(decide(&all, None).resource, Resource::CpuAll);
+        let mut all = vec![cpu];
+        all.extend(idle.iter().cloned());
+        let app = candidate(&l, &idle, Some(0.1)).unwrap();
+        assert!(
+            app.sentence.contains("waiting for a CPU 10% of its time"),
+            "{}",
+            app.sentence
+        );
+        all.push(app);
+        let b = decide(&all, None);
+        assert_eq!(
+            (b.resource, b.process.as_deref()),
+            (Resource::App, Some("rsyncd"))
+        );
+        assert!(
+            b.ruled_out
+                .iter()
+                .any(|r| r.contains("other work: `rsyncd` on dst")),
+            "{:?}",
+            b.ruled_out
+        );
         // The application's thread near a core, or its disks busy: not `app`.
         let busy = [cand("dst", Resource::CpuThread, Some("rsyncd"), 0.7, false)];
-        assert_eq!(candidate(&l, &busy), None);
+        assert_eq!(candidate(&l, &busy, None), None);
         let disk = [cand("dst", Resource::Disk, None, 0.6, false)];
-        assert_eq!(candidate(&l, &disk), None);
+        assert_eq!(candidate(&l, &disk, None), None);
     }
 }

@@ -293,7 +293,17 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         let limit = crate::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
         f.limited_by = limit.by;
         f.limit_evidence = limit.evidence.clone();
-        candidates.extend(crate::limit::candidate(&limit, &candidates));
+        // The application's wait for a CPU, on its host over the active period.
+        let run_delay = limit
+            .host
+            .as_deref()
+            .zip(limit.process.as_deref())
+            .and_then(|(h, p)| {
+                let s = series.iter().find(|s| s.name == h)?;
+                let idx = active_indices(s, Some(range));
+                median(&pick(&s.procs.get(p)?.run_delay_frac, &idx))
+            });
+        candidates.extend(crate::limit::candidate(&limit, &candidates, run_delay));
     }
     let mut bottleneck = verdict::decide(&candidates, flow.as_ref());
     bottleneck.would_not_help.extend(crate::advice::concrete(

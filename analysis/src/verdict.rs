@@ -659,9 +659,15 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
     // The `app` and `network` candidates (`crate::limit`) name the limit only when no host
     // resource is at its ceiling.
     let is_limit = |c: &Candidate| matches!(c.resource, Resource::App | Resource::Network);
+    // An application holding the flow back that rarely waits for a CPU (`lone` of an `app`
+    // candidate) is not held by busy cores: they are other work's, more would not move the flow.
+    let unstarved_app = all
+        .iter()
+        .find(|c| c.resource == Resource::App && c.wall && c.lone);
+    let other_work = |c: &Candidate| c.resource == Resource::CpuAll && unstarved_app.is_some();
     let walls: Vec<&Candidate> = all
         .iter()
-        .filter(|c| c.wall && !is_limit(c))
+        .filter(|c| c.wall && !is_limit(c) && !other_work(c))
         .filter(|c| {
             // With every core busy, one busy thread of parallel work is not the single wall.
             !(c.resource == Resource::CpuThread
@@ -733,6 +739,13 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
                     c.sentence
                 ));
             }
+        } else if let Some(app) = unstarved_app.filter(|_| c.wall && other_work(c)) {
+            ruled_out.push(format!(
+                "{} — other work: `{}` on {}, which holds the flow back, rarely waits for a CPU; more cores would not move the flow",
+                c.sentence,
+                app.process.as_deref().unwrap_or("?"),
+                app.host
+            ));
         } else if c.resource != Resource::CpuThread || c.utilization > 0.05 {
             let hr = headroom(c.utilization);
             ruled_out.push(format!("{} — {hr}", c.sentence));
@@ -752,7 +765,7 @@ pub fn decide(all: &[Candidate], flow: Option<&Flow>) -> Bottleneck {
     // Keep the ruled-out sentences in the evidence too: they carry the headroom numbers.
     evidence.extend(ruled_out.iter().cloned());
     let would_not_help = match &chosen {
-        Some(w) => would_not_help(w, all),
+        Some(w) => would_not_help(w, all, flow),
         None => Vec::new(),
     };
     match chosen {
@@ -815,7 +828,7 @@ fn flow_sentence(f: &Flow) -> String {
     )
 }
 
-fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
+fn would_not_help(w: &Candidate, all: &[Candidate], flow: Option<&Flow>) -> Vec<String> {
     let on = |r: Resource| all.iter().find(|c| c.host == w.host && c.resource == r);
     let mut v = Vec::new();
     match w.resource {
@@ -862,7 +875,12 @@ fn would_not_help(w: &Candidate, all: &[Candidate]) -> Vec<String> {
                 "a faster network, disks or more CPU: the application itself paces the flow"
                     .to_string(),
             );
-            v.push("what would: the application reading (or writing) in larger blocks and without pauses: its own rate limit (e.g. rsync --bwlimit), a synchronous protocol waiting for each reply, or small reads".to_string());
+            let receiver = flow.is_some_and(|f| f.limited_by == crate::limit::LimitedBy::Receiver);
+            v.push(if receiver {
+                "what would: the receiving application reading sooner and in larger blocks: it pauses between reads (a slow write to its own disk, a synchronous protocol answering each block, small reads)".to_string()
+            } else {
+                "what would: the sending application writing sooner and in larger blocks: its own rate limit (e.g. rsync --bwlimit), a synchronous protocol waiting for each reply, or small reads of its source".to_string()
+            });
         }
         Resource::Network => {
             v.push("faster disks or CPU: the flow is held between the hosts".to_string());

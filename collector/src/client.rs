@@ -300,8 +300,9 @@ impl Session {
             let awaiting = hs.awaiting();
             match hs.on_message(token, msg) {
                 Ok(ClientAction::SendAuth(a)) => {
-                    self.send(&Message::Auth(a)).await?;
+                    // Before the write: the agent may answer before this task runs again.
                     auth_sent_ms = Some(crate::conn::now_ms());
+                    self.send(&Message::Auth(a)).await?;
                 }
                 Ok(ClientAction::Wait) => {
                     // The agent proved the token: every frame from here on is sealed.
