@@ -142,7 +142,9 @@ pub struct Candidate {
     #[serde(skip)]
     pub wall: bool,
     /// cpu_thread: the thread's process runs on about one core (its work is that thread), so
-    /// busy cores elsewhere neither slow the thread nor would more cores help it.
+    /// busy cores elsewhere neither slow the thread nor would more cores help it. app: the
+    /// application rarely waits for a CPU (`limit::APP_RUN_DELAY_MAX`), so busy cores are other
+    /// work's and do not hold the flow.
     #[serde(skip)]
     pub lone: bool,
     #[serde(skip)]
