@@ -127,6 +127,9 @@ phase() {
     ip netns exec "${NN_NS[src]}" "$NASPROBE" --db "$T/$name.db" --token-file "$T/token" report \
         --since 26s --json >"$T/$name.json" 2>"$T/report-$name.err" ||
         nn_fail "$name: report failed: $(cat "$T/report-$name.err")"
+    ip netns exec "${NN_NS[src]}" "$NASPROBE" --db "$T/$name.db" --token-file "$T/token" report \
+        --since 26s >"$T/$name.txt" 2>>"$T/report-$name.err" ||
+        nn_fail "$name: text report failed: $(cat "$T/report-$name.err")"
     jq -c '{flow: (.flow | {from, to, sustained_mb_s, limited_by, limit_evidence}), bottleneck: (.bottleneck | {host, resource, process, utilization})}' "$T/$name.json"
 }
 
@@ -140,6 +143,7 @@ quiet_phase() {
     for try in 1 2 3; do
         phase "$name-$try" "$@"
         cp "$T/$name-$try.json" "$T/$name.json"
+        cp "$T/$name-$try.txt" "$T/$name.txt"
         jq -e '.bottleneck.resource == "cpu_all" and ([.hosts[].top_processes[].cpu_cores] | add // 0) < 0.5' \
             "$T/$name.json" >/dev/null || return 0
         nn_log "$name: every core busy with work outside these hosts (cpu_all, their own processes under half a core): again"
@@ -147,10 +151,13 @@ quiet_phase() {
 }
 
 # expect_app NAME WHAT LIMITED_BY HOST PROCESS EVIDENCE: the report of phase NAME has a flow of
-# about 5 MB/s limited by LIMITED_BY, `app` on HOST naming PROCESS, and a limit_evidence
-# sentence matching the jq regex EVIDENCE.
+# about 5 MB/s limited by LIMITED_BY, `app` on HOST naming PROCESS, a limit_evidence sentence
+# matching the jq regex EVIDENCE, and the text report's verdict line saying it.
 expect_app() {
-    local name=$1 what=$2 by=$3 host=$4 proc=$5 re=$6 J="$T/$1.json"
+    local name=$1 what=$2 by=$3 host=$4 proc=$5 re=$6 J="$T/$1.json" side=sending
+    [[ $by == receiver ]] && side=receiving
+    grep -q "^Verdict: the $side application \`$proc\` on $host holds the flow back" "$T/$name.txt" ||
+        nn_fail "$what: text verdict '$(grep '^Verdict' "$T/$name.txt")'"
     jq -e '.flow.sustained_mb_s >= 2 and .flow.sustained_mb_s <= 8' "$J" >/dev/null ||
         nn_fail "$what: flow $(jq -c '.flow.sustained_mb_s' "$J") MB/s, want about 5"
     jq -e --arg by "$by" '.flow.limited_by == $by' "$J" >/dev/null ||
@@ -188,6 +195,8 @@ quiet_phase lossy-path 0 0 5003 10.248.1.2
 J="$T/lossy-path.json"
 jq -e '.flow.limited_by == "network"' "$J" >/dev/null ||
     nn_fail "lossy path: flow.limited_by $(jq -c .flow.limited_by "$J"), want network"
+grep -q '^Verdict: the network between src and dst holds the flow back' "$T/lossy-path.txt" ||
+    nn_fail "lossy path: text verdict '$(grep '^Verdict' "$T/lossy-path.txt")'"
 jq -e '.bottleneck.resource == "network" and .bottleneck.host == "src"' "$J" >/dev/null ||
     nn_fail "lossy path: bottleneck $(jq -c '.bottleneck | {host, resource, process}' "$J"), want network (src's connection)"
 jq -e '[.flow.limit_evidence[] | test("[1-9][0-9]* retransmitted segments")] | any' "$J" >/dev/null ||
