@@ -32,7 +32,7 @@ source "$REPO/tests/e2e/lib/skip.sh"
 # shellcheck source=tests/e2e/lib/netns.sh
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=flow_limit
-for c in ip tc jq python3 unshare nsenter; do command -v "$c" >/dev/null || nn_fail "$c missing (scripts/setup installs it)"; done
+for c in ip tc jq python3 unshare nsenter sysctl; do command -v "$c" >/dev/null || nn_fail "$c missing (scripts/setup installs it)"; done
 if [[ -n ${NASPROBE_BIN_DIR:-} ]]; then
     BIN=$NASPROBE_BIN_DIR
 else
