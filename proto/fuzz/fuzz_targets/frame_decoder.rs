@@ -7,8 +7,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use nasprobe_proto::frame::{
-    FrameError, LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame,
-    decode_sealed_frame, encode_frame, peek_len,
+    FrameError, LEN_PREFIX, MAX_CLIENT_FRAME_LEN, MAX_FRAME_LEN, decode_frame, decode_sealed_frame,
+    encode_frame, peek_len,
 };
 use nasprobe_proto::session::{Direction, FrameMac, MAC_LEN};
 
