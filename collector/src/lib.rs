@@ -10,6 +10,7 @@
 //! - [`model`]: decoded samples and rates; [`watch`], [`record`], [`report`]: the commands;
 //! - [`local`]: `watch --local` runs an agent on this machine.
 
+pub(crate) mod chunk;
 pub mod cli;
 pub mod client;
 pub mod conn;

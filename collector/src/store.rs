@@ -5,6 +5,11 @@
 //! bodies as received, keyed by `(instance, seq)`, WITHOUT ROWID so nothing is stored twice and
 //! a row costs little more than its body), `gaps` (every known-missing range with its reason).
 //!
+//! Samples are kept compactly (issue 17): the newest ones of each instance as raw rows of
+//! `samples` (the open chunk, durable per batch like any row), and once a sample of a later
+//! [`chunk::SPAN_MS`] window arrives the closed windows are folded, in the same transaction,
+//! into `sample_chunks` rows (zstd, see [`crate::chunk`]). Every read goes through both.
+//!
 //! `instances.last_seq` is the committed high-water mark of an instance (records and `Gone`
 //! ranges): a reconnecting collector resumes after it.
 //!
@@ -18,6 +23,7 @@ use nasprobe_analysis::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
 use nasprobe_proto::{Event, Hello, Sample};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
+use crate::chunk::{self, ChunkError, Row};
 use crate::model;
 
 /// Reason of a gap left by an agent restart (the old instance's tail and the downtime).
@@ -135,6 +141,19 @@ const MIGRATIONS: &[&str] = &[
         updated_ms INTEGER NOT NULL,
         PRIMARY KEY(target, instance)
      ) WITHOUT ROWID;",
+    // 4: compressed chunks of samples (one window of one instance per row; see `chunk`). The
+    // migration then folds the closed windows of every instance's raw rows (`fold_instance`).
+    "CREATE TABLE IF NOT EXISTS sample_chunks(
+        id INTEGER PRIMARY KEY,
+        instance INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        first_ms INTEGER NOT NULL,
+        last_ms INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        UNIQUE(instance, first_seq)
+     );",
 ];
 
 /// Per agent instance, its clock against the collector's as the best handshake measured it
@@ -150,6 +169,8 @@ const CLOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS clock_offsets(
 /// A measurement older than this is replaced by a newer one even when less precise (clocks
 /// drift).
 const CLOCK_STALE_MS: i64 = 3_600_000;
+/// The first schema with `sample_chunks`: below it, samples stay raw rows.
+const CHUNKS_SINCE: i64 = 4;
 
 /// The newest schema this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -295,6 +316,11 @@ pub struct Store {
     path: PathBuf,
     /// Gone gaps whose end time waits for the next record of their instance: instance → to_seq.
     open_gaps: HashMap<i64, u64>,
+    /// Highest seq folded into a chunk per instance (loaded on first write): a sample at or
+    /// below it is looked up in the chunks before it is stored.
+    chunk_hw: HashMap<i64, u64>,
+    /// The schema has `sample_chunks` (false only for files kept at an old schema by tests).
+    chunks: bool,
 }
 
 use crate::conn::now_ms;
@@ -313,6 +339,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             open_gaps: HashMap::new(),
+            chunk_hw: HashMap::new(),
+            chunks: false,
         };
         s.setup().map_err(|e| s.err(e))?;
         s.migrate()?;
@@ -330,6 +358,8 @@ impl Store {
                 conn,
                 path: path.to_path_buf(),
                 open_gaps: HashMap::new(),
+                chunk_hw: HashMap::new(),
+                chunks: true,
             };
             s.conn
                 .busy_timeout(std::time::Duration::from_secs(5))
@@ -437,13 +467,38 @@ impl Store {
                 .map_err(|e| classify(&self.path, e))?;
             tx.execute_batch(MIGRATIONS[(v - 1) as usize])
                 .and_then(|_| {
+                    if v == CHUNKS_SINCE {
+                        fold_all(&tx)
+                    } else {
+                        Ok(())
+                    }
+                })
+                .and_then(|_| {
                     tx.execute("DELETE FROM schema_version", [])?;
                     tx.execute("INSERT INTO schema_version(version) VALUES (?1)", [v])
                 })
                 .map_err(|e| classify(&self.path, e))?;
             tx.commit().map_err(|e| classify(&self.path, e))?;
         }
+        self.chunks = self.schema_version()? >= CHUNKS_SINCE;
         Ok(())
+    }
+
+    /// Opens (creating if needed) a file and brings it only to schema `version`: tests write
+    /// stores of an older nasprobe with it (below schema 4 samples stay raw rows, as then).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn open_at_schema(path: &Path, version: i64) -> Result<Store, StoreError> {
+        let conn = Connection::open(path).map_err(|e| classify(path, e))?;
+        let mut s = Store {
+            conn,
+            path: path.to_path_buf(),
+            open_gaps: HashMap::new(),
+            chunk_hw: HashMap::new(),
+            chunks: false,
+        };
+        s.setup().map_err(|e| s.err(e))?;
+        s.migrate_to(version)?;
+        Ok(s)
     }
 
     /// Records a connection's `Hello` for host `name` at `address` and answers where to resume.
@@ -544,6 +599,8 @@ impl Store {
         let path = self.path.clone();
         let e = |e| classify(&path, e);
         let mut open_gaps = self.open_gaps.clone();
+        let mut chunk_hw = self.chunk_hw.clone();
+        let chunks = self.chunks;
         let tx = self.conn.transaction().map_err(e)?;
         {
             let mut ins_sample = tx
@@ -571,9 +628,20 @@ impl Store {
                         time_ms,
                         body,
                     } => {
-                        ins_sample
-                            .execute(params![instance, *seq as i64, *time_ms as i64, body])
-                            .map_err(e)?;
+                        let hw = match chunk_hw.get(instance) {
+                            Some(hw) => *hw,
+                            None if !chunks => 0,
+                            None => {
+                                let hw = chunk_high_water(&tx, *instance).map_err(e)?;
+                                chunk_hw.insert(*instance, hw);
+                                hw
+                            }
+                        };
+                        if *seq > hw || !in_a_chunk(&tx, *instance, *seq).map_err(e)? {
+                            ins_sample
+                                .execute(params![instance, *seq as i64, *time_ms as i64, body])
+                                .map_err(e)?;
+                        }
                         (*instance, *seq, *time_ms)
                     }
                     Item::Event {
@@ -658,9 +726,18 @@ impl Store {
                 m.1 = m.1.max(time_ms);
             }
             mark_instances(&tx, &marks).map_err(e)?;
+            if chunks {
+                for (inst, (_, newest_ms)) in &marks {
+                    if let Some(hw) = fold_instance(&tx, *inst, Some(*newest_ms)).map_err(e)? {
+                        let v = chunk_hw.entry(*inst).or_insert(0);
+                        *v = (*v).max(hw);
+                    }
+                }
+            }
         }
         tx.commit().map_err(e)?;
         self.open_gaps = open_gaps;
+        self.chunk_hw = chunk_hw;
         Ok(())
     }
 
@@ -778,6 +855,108 @@ impl Store {
         rows.collect()
     }
 
+    /// Chunks of `instance` whose time range meets `[from, to]`, in seq order, without data.
+    fn chunk_metas(
+        &self,
+        instance: i64,
+        from: Option<u64>,
+        to: Option<u64>,
+    ) -> rusqlite::Result<Vec<ChunkMeta>> {
+        if !self.chunks {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, first_seq, last_seq, first_ms, last_ms, n FROM sample_chunks
+             WHERE instance = ?1 AND last_ms >= ?2 AND first_ms <= ?3 ORDER BY first_seq",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                instance,
+                from.unwrap_or(0) as i64,
+                to.map_or(i64::MAX, |t| t as i64)
+            ],
+            |r| {
+                Ok(ChunkMeta {
+                    id: r.get(0)?,
+                    first_seq: r.get::<_, i64>(1)? as u64,
+                    last_seq: r.get::<_, i64>(2)? as u64,
+                    first_ms: r.get::<_, i64>(3)? as u64,
+                    last_ms: r.get::<_, i64>(4)? as u64,
+                    n: r.get::<_, i64>(5)? as u64,
+                })
+            },
+        )?;
+        rows.collect()
+    }
+
+    /// The samples of one chunk, decoded (the outer error: SQLite; the inner: a damaged chunk).
+    fn chunk_rows(&self, m: &ChunkMeta) -> rusqlite::Result<Result<Vec<Row>, ChunkError>> {
+        let data: Vec<u8> = self
+            .conn
+            .prepare_cached("SELECT data FROM sample_chunks WHERE id = ?1")?
+            .query_row([m.id], |r| r.get(0))?;
+        Ok(chunk::decode(&data).and_then(|rows| {
+            // The row's columns must agree with its content, else it is damaged too.
+            let ok = rows.len() as u64 == m.n
+                && rows.first().is_some_and(|r| r.seq == m.first_seq)
+                && rows.last().is_some_and(|r| r.seq == m.last_seq);
+            if ok {
+                Ok(rows)
+            } else {
+                Err(ChunkError::Malformed(0))
+            }
+        }))
+    }
+
+    /// Every stored sample of `instance` with its time in `[from, to]`, chunk by chunk (seq
+    /// order within each) then the open chunk's raw rows in seq order; a damaged chunk is
+    /// handed over as an error with its row, once, instead of its samples.
+    fn each_sample(
+        &self,
+        instance: i64,
+        from: Option<u64>,
+        to: Option<u64>,
+        f: &mut dyn FnMut(StoredSample<'_>),
+    ) -> Result<(), StoreError> {
+        let e = |e| self.err(e);
+        let inside = |t: u64| !(from.is_some_and(|f| t < f) || to.is_some_and(|x| t > x));
+        for m in self.chunk_metas(instance, from, to).map_err(e)? {
+            match self.chunk_rows(&m).map_err(e)? {
+                Ok(rows) => rows
+                    .into_iter()
+                    .filter(|r| inside(r.time_ms))
+                    .for_each(|r| f(Ok(r))),
+                Err(why) => f(Err((&m, why))),
+            }
+        }
+        let Some((lo, hi)) = self.seq_range(instance, from, to).map_err(e)? else {
+            return Ok(());
+        };
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, CAST(body AS BLOB) FROM samples
+                 WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map(params![instance, lo as i64, hi as i64], |r| {
+                Ok(Row {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    time_ms: r.get::<_, i64>(1)? as u64,
+                    body: r.get(2)?,
+                })
+            })
+            .map_err(e)?;
+        for r in rows {
+            let r = r.map_err(e)?;
+            if inside(r.time_ms) {
+                f(Ok(r)); // else a clock step inside the instance
+            }
+        }
+        Ok(())
+    }
+
     /// Everything stored per host over `[from_ms, to_ms]` (None: unbounded), as the analysis
     /// reads it: instances with their `Hello`, samples still encoded (the analysis decodes
     /// each once), events, gaps; in time order. Hosts without data in the window are left out.
@@ -789,12 +968,6 @@ impl Store {
         let e = |e| self.err(e);
         let mut out: Vec<HostData> = Vec::new();
         let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
-        let mut sample_stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, time_ms, CAST(body AS BLOB) FROM samples WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
-            )
-            .map_err(e)?;
         let mut event_stmt = self
             .conn
             .prepare_cached(
@@ -823,39 +996,42 @@ impl Store {
             let w = out.last_mut().expect("pushed above");
             let idx = w.instances.len();
             let mut any = false;
-            if let Some((lo, hi)) = self.seq_range(raw.row, from_ms, to_ms).map_err(e)? {
-                let rows = sample_stmt
-                    .query_map(params![raw.row, lo as i64, hi as i64], |r| {
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            r.get::<_, i64>(1)?,
-                            r.get::<_, Vec<u8>>(2)?,
-                        ))
-                    })
-                    .map_err(e)?;
-                for row in rows {
-                    let (seq, time_ms, body) = row.map_err(e)?;
-                    let time_ms = time_ms as u64;
-                    if from_ms.is_some_and(|f| time_ms < f) || to_ms.is_some_and(|t| time_ms > t) {
-                        continue; // a clock step inside the instance
+            self.each_sample(raw.row, from_ms, to_ms, &mut |got| {
+                let Row { seq, time_ms, body } = match got {
+                    Ok(row) => row,
+                    Err((m, why)) => {
+                        log::warn!(
+                            "stored chunk seq {}..{} of {name} does not decode ({why}); skipped",
+                            m.first_seq,
+                            m.last_seq
+                        );
+                        w.gaps.push(GapInfo {
+                            from_ms: m.first_ms,
+                            to_ms: m.last_ms,
+                            samples: Some(m.n),
+                            reason: nasprobe_analysis::report::undecodable_reason(
+                                "chunk",
+                                m.first_seq,
+                            ),
+                        });
+                        return;
                     }
-                    // A body whose interval does not even decode is skipped here with a gap
-                    // naming it (a fuller corruption is found by the analysis' decode).
-                    let Ok(interval_us) = nasprobe_proto::frame::sample_interval_us(&body) else {
-                        w.gaps
-                            .push(corrupt_gap(&name, seq as u64, time_ms, "sample", 1));
-                        continue;
-                    };
-                    w.samples.push(TimedSample {
-                        time_ms,
-                        instance: idx,
-                        seq: seq as u64,
-                        interval_us,
-                        body,
-                    });
-                    any = true;
-                }
-            }
+                };
+                // A body whose interval does not even decode is skipped here with a gap
+                // naming it (a fuller corruption is found by the analysis' decode).
+                let Ok(interval_us) = nasprobe_proto::frame::sample_interval_us(&body) else {
+                    w.gaps.push(corrupt_gap(&name, seq, time_ms, "sample", 1));
+                    return;
+                };
+                w.samples.push(TimedSample {
+                    time_ms,
+                    instance: idx,
+                    seq,
+                    interval_us,
+                    body,
+                });
+                any = true;
+            })?;
             let rows = event_stmt
                 .query_map(
                     params![
@@ -950,6 +1126,29 @@ impl Store {
                 });
             }
             let s = out.last_mut().expect("pushed above");
+            // (count, first, last) of the instance: whole chunks from their columns, the rest
+            // (chunks cut by the window, the open chunk) row by row.
+            let mut acc: Option<(u64, u64, u64)> = None;
+            let mut add = |n: u64, first: u64, last: u64| {
+                let a = acc.get_or_insert((0, first, last));
+                *a = (a.0 + n, a.1.min(first), a.2.max(last));
+            };
+            let inside = |t: u64| !(from_ms.is_some_and(|f| t < f) || to_ms.is_some_and(|x| t > x));
+            let mut cut = Vec::new();
+            for m in self.chunk_metas(raw.row, from_ms, to_ms).map_err(e)? {
+                if inside(m.first_ms) && inside(m.last_ms) {
+                    add(m.n, m.first_ms, m.last_ms);
+                } else {
+                    cut.push(m);
+                }
+            }
+            for m in cut {
+                if let Ok(rows) = self.chunk_rows(&m).map_err(e)? {
+                    rows.iter()
+                        .filter(|r| inside(r.time_ms))
+                        .for_each(|r| add(1, r.time_ms, r.time_ms));
+                }
+            }
             if let Some((lo, hi)) = self.seq_range(raw.row, from_ms, to_ms).map_err(e)? {
                 let (n, first, last): (i64, i64, i64) = self
                     .conn
@@ -960,10 +1159,13 @@ impl Store {
                         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                     )
                     .map_err(e)?;
+                add(n as u64, first as u64, last as u64);
+            }
+            if let Some((n, first, last)) = acc {
                 s.instances += 1;
-                s.samples += n as u64;
-                s.first_ms = Some(s.first_ms.map_or(first as u64, |f| f.min(first as u64)));
-                s.last_ms = Some(s.last_ms.map_or(last as u64, |l| l.max(last as u64)));
+                s.samples += n;
+                s.first_ms = Some(s.first_ms.map_or(first, |f| f.min(first)));
+                s.last_ms = Some(s.last_ms.map_or(last, |l| l.max(last)));
             }
             let ev: i64 = self
                 .conn
@@ -994,8 +1196,19 @@ impl Store {
         let rows = stmt
             .query_map([instance_row], |r| r.get::<_, i64>(0))
             .map_err(|e| self.err(e))?;
-        rows.map(|r| r.map(|v| v as u64).map_err(|e| self.err(e)))
-            .collect()
+        let mut out: Vec<u64> = rows
+            .map(|r| r.map(|v| v as u64).map_err(|e| self.err(e)))
+            .collect::<Result<_, _>>()?;
+        for m in self
+            .chunk_metas(instance_row, None, None)
+            .map_err(|e| self.err(e))?
+        {
+            if let Ok(rows) = self.chunk_rows(&m).map_err(|e| self.err(e))? {
+                out.extend(rows.iter().map(|r| r.seq));
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
     }
 
     /// Checks every instance: stored sequence numbers (samples and events) must cover
@@ -1083,10 +1296,6 @@ impl Store {
             .conn
             .prepare_cached("SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE instance = ?1 ORDER BY seq")
             .map_err(e)?;
-        let mut samples = self
-            .conn
-            .prepare_cached("SELECT seq, time_ms, CAST(body AS BLOB) FROM samples WHERE instance = ?1 ORDER BY seq")
-            .map_err(e)?;
         let row = |r: &rusqlite::Row| -> rusqlite::Result<(i64, i64, Vec<u8>)> {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         };
@@ -1111,17 +1320,29 @@ impl Store {
                 bad.push((Some(seq as u64), w));
             }
         }
-        for r in samples.query_map([raw.row], row).map_err(e)? {
-            let (seq, time_ms, body) = r.map_err(e)?;
-            let why = match decode_exact::<Sample>(&body) {
+        self.each_sample(raw.row, None, None, &mut |got| {
+            let r = match got {
+                Ok(r) => r,
+                Err((m, why)) => {
+                    bad.push((
+                        Some(m.first_seq),
+                        format!(
+                            "stored chunk of seq {}..{} ({} samples) does not decode: {why}",
+                            m.first_seq, m.last_seq, m.n
+                        ),
+                    ));
+                    return;
+                }
+            };
+            let why = match decode_exact::<Sample>(&r.body) {
                 None => Some("stored sample does not decode (corrupt row)".to_string()),
-                Some(smp) => common(seq, time_ms)
+                Some(smp) => common(r.seq as i64, r.time_ms as i64)
                     .or_else(|| validate::check_sample_with(&hello, added, &smp).err()),
             };
             if let Some(w) = why {
-                bad.push((Some(seq as u64), w));
+                bad.push((Some(r.seq), w));
             }
-        }
+        })?;
         bad.sort_by_key(|b| b.0);
         Ok(bad)
     }
@@ -1150,8 +1371,40 @@ impl Store {
                 bounds.push((*inst, keep_from));
             }
         }
+        // Chunks cut by the cutoff are rewritten with their rows from the cutoff on.
+        let mut cut: Vec<(ChunkMeta, Vec<Row>)> = Vec::new();
+        for (inst, _) in &rows {
+            for m in self
+                .chunk_metas(*inst, Some(cutoff_ms), Some(cutoff_ms))
+                .map_err(e)?
+            {
+                if m.first_ms < cutoff_ms
+                    && let Ok(rows) = self.chunk_rows(&m).map_err(e)?
+                {
+                    let keep = rows.iter().position(|r| r.time_ms >= cutoff_ms);
+                    if let Some(keep) = keep {
+                        cut.push((m, rows[keep..].to_vec()));
+                    }
+                }
+            }
+        }
         let tx = self.conn.transaction().map_err(e)?;
         let mut n = 0;
+        for (m, keep) in cut {
+            n += (m.n as usize).saturating_sub(keep.len());
+            tx.execute(
+                "UPDATE sample_chunks SET first_seq = ?2, first_ms = ?3, n = ?4, data = ?5
+                 WHERE id = ?1",
+                params![
+                    m.id,
+                    keep[0].seq as i64,
+                    keep.iter().map(|r| r.time_ms).min().unwrap_or(m.first_ms) as i64,
+                    keep.len() as i64,
+                    chunk::encode(&keep)
+                ],
+            )
+            .map_err(e)?;
+        }
         for (inst, keep_from) in bounds {
             n += tx
                 .execute(
@@ -1159,6 +1412,21 @@ impl Store {
                     params![inst, keep_from as i64],
                 )
                 .map_err(e)?;
+        }
+        if self.chunks {
+            let gone: i64 = tx
+                .query_row(
+                    "SELECT COALESCE(SUM(n), 0) FROM sample_chunks WHERE last_ms < ?1",
+                    [cutoff_ms as i64],
+                    |r| r.get(0),
+                )
+                .map_err(e)?;
+            tx.execute(
+                "DELETE FROM sample_chunks WHERE last_ms < ?1",
+                [cutoff_ms as i64],
+            )
+            .map_err(e)?;
+            n += gone as usize;
         }
         n += tx
             .execute("DELETE FROM events WHERE time_ms < ?1", [cutoff_ms as i64])
@@ -1173,6 +1441,7 @@ impl Store {
                 "DELETE FROM instances WHERE last_ms < ?1
                    AND id NOT IN (SELECT MAX(id) FROM instances GROUP BY host)
                    AND NOT EXISTS (SELECT 1 FROM samples s WHERE s.instance = instances.id)
+                   AND NOT EXISTS (SELECT 1 FROM sample_chunks c WHERE c.instance = instances.id)
                    AND NOT EXISTS (SELECT 1 FROM events v WHERE v.instance = instances.id)
                    AND NOT EXISTS (SELECT 1 FROM gaps g WHERE g.instance = instances.id)",
                 [cutoff_ms as i64],
@@ -1405,6 +1674,34 @@ impl Store {
                     got.push(r.map_err(e)?);
                 }
             }
+            // Chunked samples after `after`, chunk by chunk until `room` of them.
+            let mut from_chunks = 0;
+            for m in self.chunk_metas(raw.row, None, None).map_err(e)? {
+                if from_chunks >= room {
+                    break;
+                }
+                if m.last_seq <= after as u64 {
+                    continue;
+                }
+                let Ok(rows) = self.chunk_rows(&m).map_err(e)? else {
+                    log::warn!(
+                        "stored chunk seq {}..{} does not decode: not exported",
+                        m.first_seq,
+                        m.last_seq
+                    );
+                    continue;
+                };
+                for r in rows.into_iter().filter(|r| r.seq > after as u64) {
+                    from_chunks += 1;
+                    got.push(ExportRecord {
+                        instance: raw.row,
+                        seq: r.seq,
+                        time_ms: r.time_ms,
+                        is_event: false,
+                        body: r.body,
+                    });
+                }
+            }
             // Both lists are the first `room` of their kind: the first `room` of the merge are
             // exactly the next records of the instance.
             got.sort_by_key(|r| r.seq);
@@ -1436,6 +1733,33 @@ impl Store {
             })
             .map_err(e)?;
         let mut v: Vec<u64> = rows.collect::<Result<_, _>>().map_err(e)?;
+        if !is_event && v.len() < n {
+            // Older ones from the chunks, newest chunk first.
+            let mut older: Vec<(u64, u64)> = Vec::new();
+            for m in self
+                .chunk_metas(instance, None, None)
+                .map_err(e)?
+                .iter()
+                .rev()
+            {
+                if v.len() + older.len() >= n {
+                    break;
+                }
+                if m.first_seq >= seq {
+                    continue;
+                }
+                if let Ok(rows) = self.chunk_rows(m).map_err(e)? {
+                    older.extend(
+                        rows.iter()
+                            .filter(|r| r.seq < seq)
+                            .map(|r| (r.seq, r.time_ms)),
+                    );
+                }
+            }
+            older.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
+            v.extend(older.into_iter().map(|o| o.1));
+            v.truncate(n);
+        }
         v.reverse();
         Ok(v)
     }
@@ -1456,6 +1780,20 @@ impl Store {
                 .query_row([raw.row], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()
                 .map_err(e)?;
+            let row = match row {
+                Some(r) => Some(r),
+                // Nothing raw: the last sample of the newest chunk that decodes.
+                None => self
+                    .chunk_metas(raw.row, None, None)
+                    .map_err(e)?
+                    .iter()
+                    .rev()
+                    .find_map(|m| {
+                        let rows = self.chunk_rows(m).ok()?.ok()?;
+                        let r = rows.into_iter().next_back()?;
+                        Some((r.seq as i64, r.time_ms as i64, r.body))
+                    }),
+            };
             let Some((seq, time_ms, body)) = row else {
                 continue;
             };
@@ -1516,6 +1854,21 @@ fn corrupt_gap(host: &str, seq: u64, time_ms: u64, what: &str, samples: u64) -> 
         samples: Some(samples),
         reason: nasprobe_analysis::report::undecodable_reason(what, seq),
     }
+}
+
+/// What [`Store::each_sample`] hands over: a sample, or a damaged chunk with why.
+type StoredSample<'a> = Result<Row, (&'a ChunkMeta, ChunkError)>;
+
+/// A `sample_chunks` row without its data.
+#[derive(Debug, Clone)]
+struct ChunkMeta {
+    id: i64,
+    first_seq: u64,
+    last_seq: u64,
+    /// Smallest and largest sample time inside (a clock step may reorder times).
+    first_ms: u64,
+    last_ms: u64,
+    n: u64,
 }
 
 struct InstanceRaw {
@@ -1648,6 +2001,119 @@ fn mark_instances(
     )?;
     for (inst, (seq, ms)) in marks {
         upd.execute(params![inst, *seq as i64, *ms as i64])?;
+    }
+    Ok(())
+}
+
+/// Highest seq held by a chunk of `instance` (0: none).
+fn chunk_high_water(tx: &rusqlite::Transaction<'_>, instance: i64) -> rusqlite::Result<u64> {
+    tx.prepare_cached("SELECT COALESCE(MAX(last_seq), 0) FROM sample_chunks WHERE instance = ?1")?
+        .query_row([instance], |r| r.get::<_, i64>(0))
+        .map(|v| v as u64)
+}
+
+/// True when `seq` lies within the seq range of a chunk of `instance` (a chunk's range holds
+/// its samples and the events and gaps between them: a sample there is already stored).
+fn in_a_chunk(tx: &rusqlite::Transaction<'_>, instance: i64, seq: u64) -> rusqlite::Result<bool> {
+    let last: Option<i64> = tx
+        .prepare_cached(
+            "SELECT last_seq FROM sample_chunks WHERE instance = ?1 AND first_seq <= ?2
+             ORDER BY first_seq DESC LIMIT 1",
+        )?
+        .query_row(params![instance, seq as i64], |r| r.get(0))
+        .optional()?;
+    Ok(last.is_some_and(|l| l as u64 >= seq))
+}
+
+/// Folds the closed windows of `instance`'s raw rows into chunks: the rows, in seq order, up to
+/// the first one in the window of `newest_ms` (None: every window before the newest row's).
+/// Returns the highest seq folded, if any.
+fn fold_instance(
+    tx: &rusqlite::Transaction<'_>,
+    instance: i64,
+    newest_ms: Option<u64>,
+) -> rusqlite::Result<Option<u64>> {
+    let oldest: Option<(i64, i64)> = tx
+        .prepare_cached(
+            "SELECT time_ms, (SELECT MAX(time_ms) FROM samples WHERE instance = ?1 AND ?2 IS NULL)
+             FROM samples WHERE instance = ?1 ORDER BY seq LIMIT 1",
+        )?
+        .query_row(params![instance, newest_ms.map(|v| v as i64)], |r| {
+            Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
+        })
+        .optional()?;
+    let Some((oldest_ms, max_ms)) = oldest else {
+        return Ok(None);
+    };
+    let newest = newest_ms.unwrap_or(max_ms as u64);
+    let boundary = chunk::window(newest) * chunk::SPAN_MS;
+    if oldest_ms as u64 >= boundary {
+        return Ok(None);
+    }
+    let mut ins = tx.prepare_cached(
+        "INSERT INTO sample_chunks(instance, first_seq, last_seq, first_ms, last_ms, n, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut put = |rows: &[Row]| -> rusqlite::Result<()> {
+        let (lo, hi) = rows.iter().fold((u64::MAX, 0), |(lo, hi), r| {
+            (lo.min(r.time_ms), hi.max(r.time_ms))
+        });
+        ins.execute(params![
+            instance,
+            rows[0].seq as i64,
+            rows[rows.len() - 1].seq as i64,
+            lo as i64,
+            hi as i64,
+            rows.len() as i64,
+            chunk::encode(rows)
+        ])
+        .map(drop)
+    };
+    let mut stmt = tx.prepare_cached(
+        "SELECT seq, time_ms, body FROM samples WHERE instance = ?1 ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([instance])?;
+    let mut group: Vec<Row> = Vec::new();
+    let mut last = None;
+    while let Some(r) = rows.next()? {
+        let row = Row {
+            seq: r.get::<_, i64>(0)? as u64,
+            time_ms: r.get::<_, i64>(1)? as u64,
+            body: r.get(2)?,
+        };
+        if row.time_ms >= boundary {
+            break;
+        }
+        if group.len() >= chunk::MAX_ROWS
+            || group
+                .last()
+                .is_some_and(|g| chunk::window(g.time_ms) != chunk::window(row.time_ms))
+        {
+            put(&group)?;
+            group.clear();
+        }
+        last = Some(row.seq);
+        group.push(row);
+    }
+    drop(rows);
+    if !group.is_empty() {
+        put(&group)?;
+    }
+    if let Some(last) = last {
+        tx.prepare_cached("DELETE FROM samples WHERE instance = ?1 AND seq <= ?2")?
+            .execute(params![instance, last as i64])?;
+    }
+    Ok(last)
+}
+
+/// The migration to chunks: folds the closed windows of every instance.
+fn fold_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let ids: Vec<i64> = tx
+        .prepare("SELECT id FROM instances")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for id in ids {
+        fold_instance(tx, id, None)?;
     }
     Ok(())
 }
