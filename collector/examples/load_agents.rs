@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! load_agents serve --agents N --token-file F [--interval-ms 1000] [--history H] [--hosts-out FILE]
-//! load_agents make-store DB --hosts 10 --hours 24 [--interval-ms 1000]
+//! load_agents make-store DB --hosts 10 --hours 24 [--interval-ms 1000] [--schema N]
+//! load_agents chunk-sizes DB
 //! ```
 //!
 //! `serve`: N agents on 127.0.0.1 (one listener and one thread each, lean: a thread sleeps
@@ -18,6 +19,11 @@
 //!
 //! `make-store`: writes `hosts` × `hours` × 3600 s / interval samples through the store API
 //! (batches of 1000, as the collector's store task does), ending now, for `nasprobe report`.
+//! `--schema 3` writes the store as nasprobe did before chunks (one row per sample).
+//!
+//! `chunk-sizes`: the stored sample bodies of DB (e.g. recorded from a real agent) compressed
+//! the ways the store could: zstd level 3 or 19 over chunks of 900 or 60 bodies, with or
+//! without a dictionary trained on the first 1000 bodies; bytes per sample for each.
 
 use std::io::{BufWriter, Write};
 use std::net::{TcpListener, TcpStream};
@@ -44,6 +50,7 @@ fn main() {
         Some("serve") => serve(&args),
         Some("make-store") => make_store(&args),
         Some("sizes") => sizes(),
+        Some("chunk-sizes") => chunk_sizes(&args),
         _ => {
             eprintln!(
                 "usage: load_agents serve --agents N --token-file F [--interval-ms MS] [--history H] [--hosts-out FILE]\n       load_agents make-store DB [--hosts 10] [--hours 24] [--interval-ms 1000]"
@@ -186,8 +193,9 @@ fn make_store(args: &[String]) {
     let hours: u64 = arg(args, "--hours", 24);
     let interval_ms: u32 = arg(args, "--interval-ms", 1000);
     let per_host = hours * 3_600_000 / u64::from(interval_ms);
+    let schema: i64 = arg(args, "--schema", nasprobe::store::SCHEMA_VERSION);
     let _ = std::fs::remove_file(&db);
-    let mut s = Store::open(&db).expect("open store");
+    let mut s = Store::open_at_schema(&db, schema).expect("open store");
     let end = now_ms();
     let started = end - per_host * u64::from(interval_ms);
     let t0 = Instant::now();
@@ -262,4 +270,59 @@ fn sizes() {
         "frame (length prefix, version, message tag, seq, time, body) {} bytes",
         encode_frame(&Message::Record(rec), &mut buf).expect("encodes")
     );
+}
+
+fn chunk_sizes(args: &[String]) {
+    let db = PathBuf::from(args.get(1).cloned().unwrap_or_else(|| "store.db".into()));
+    let (s, _) = Store::open_read_only(&db).expect("open store");
+    let mut after = std::collections::HashMap::new();
+    let mut bodies: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let recs = s.records_after(&after, 10_000).expect("read");
+        if recs.is_empty() {
+            break;
+        }
+        for r in recs {
+            after.insert(r.instance, r.seq);
+            if !r.is_event {
+                bodies.push(r.body);
+            }
+        }
+    }
+    let n = bodies.len();
+    assert!(n > 0, "no samples in {}", db.display());
+    let raw: usize = bodies.iter().map(Vec::len).sum();
+    println!(
+        "chunk-sizes: {n} samples, body {:.1} bytes/sample",
+        raw as f64 / n as f64
+    );
+    let train = &bodies[..n.min(1000)];
+    let dict = zstd::dict::from_samples(train, 16 << 10).expect("train a dictionary");
+    for (chunk, level, with_dict) in [
+        (900, 3, false),
+        (900, 19, false),
+        (900, 3, true),
+        (60, 3, false),
+        (60, 3, true),
+    ] {
+        let t0 = Instant::now();
+        let mut out = 0usize;
+        for c in bodies.chunks(chunk) {
+            let cat: Vec<u8> = c.concat();
+            let z = if with_dict {
+                zstd::bulk::Compressor::with_dictionary(level, &dict)
+                    .and_then(|mut z| z.compress(&cat))
+            } else {
+                zstd::bulk::compress(&cat, level)
+            };
+            out += z.expect("compress").len();
+        }
+        println!(
+            "chunk-sizes: zstd-{level} chunks of {chunk}{}: {:.1} bytes/sample (x{:.1}), {:.0} ns/sample",
+            if with_dict { " + 16 KiB dictionary" } else { "" },
+            out as f64 / n as f64,
+            raw as f64 / out as f64,
+            t0.elapsed().as_nanos() as f64 / n as f64
+        );
+    }
 }

@@ -716,7 +716,10 @@ async fn retry_store<T: Send + 'static>(
 /// A running collection: agent tasks and the store task on one executor thread.
 pub struct Collector {
     pub live: Arc<Live>,
-    stop: Arc<AtomicBool>,
+    /// Closed to ask the collection to stop (its task awaits it: no polling).
+    stop: smol::channel::Sender<()>,
+    /// Set when the collection has ended (before the waiting thread is woken).
+    done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Result<Store, StoreError>>>,
 }
 
@@ -730,29 +733,36 @@ impl Collector {
     /// Opens nothing itself: takes an open store and starts collecting on a new thread.
     pub fn start(store: Store, targets: Vec<Target>, retention: Option<Duration>) -> Collector {
         let live = Live::new(&targets.iter().map(|t| t.spec.clone()).collect::<Vec<_>>());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (l2, s2) = (live.clone(), stop.clone());
+        let (stop, stop_rx) = smol::channel::bounded::<()>(1);
+        let done = Arc::new(AtomicBool::new(false));
+        let (l2, d2) = (live.clone(), done.clone());
         let thread = std::thread::Builder::new()
             .name("collector".into())
             // Decoded messages have fixed-capacity lists (a `Sample` is ~20 KB): debug builds
             // keep several copies on the stack.
             .stack_size(64 << 20)
-            .spawn(move || smol::block_on(run(store, targets, l2, s2, retention)))
+            .spawn(move || {
+                let r = smol::block_on(run(store, targets, l2, stop_rx, retention));
+                d2.store(true, Ordering::SeqCst);
+                crate::signals::wake();
+                r
+            })
             .expect("spawn the collector thread");
         Collector {
             live,
             stop,
+            done,
             thread: Some(thread),
         }
     }
 
     /// Asks the collection to stop (agents are disconnected, what was received is committed).
     pub(crate) fn request_stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.close();
     }
 
     pub(crate) fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(|t| t.is_finished())
+        self.done.load(Ordering::SeqCst) || self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// Stops and waits until everything received is committed.
@@ -770,7 +780,7 @@ async fn run(
     mut store: Store,
     targets: Vec<Target>,
     live: Arc<Live>,
-    stop: Arc<AtomicBool>,
+    stop: smol::channel::Receiver<()>,
     retention: Option<Duration>,
 ) -> Result<Store, StoreError> {
     let (tx, rx) = smol::channel::bounded::<StoreMsg>(CHANNEL_CAP);
@@ -797,9 +807,8 @@ async fn run(
             .map(|(i, t)| ex.spawn(agent_task(i, t.spec, t.token, tx.clone(), live.clone())))
             .collect();
         drop(tx);
-        while !stop.load(Ordering::SeqCst) {
-            smol::Timer::after(Duration::from_millis(50)).await;
-        }
+        // Closed by `request_stop` (recv then fails): nothing is sent on it.
+        let _ = stop.recv().await;
         // From now on a failing write is given up, not retried: a run asked to stop stops.
         live.abandon.store(true, Ordering::SeqCst);
         // Cancel the agent tasks (dropping their senders), then let the store drain.

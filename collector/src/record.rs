@@ -39,11 +39,13 @@ pub fn run(
     );
     let col = Collector::start(store, targets, Some(c.retention));
     let start = Instant::now();
-    while !crate::signals::stop_requested()
-        && duration.is_none_or(|d| start.elapsed() < d)
-        && !col.is_finished()
-    {
-        std::thread::sleep(Duration::from_millis(50));
+    // Sleeps until a signal, the end of the duration or the collector's end (no polling).
+    while !crate::signals::stop_requested() && !col.is_finished() {
+        let left = duration.map(|d| d.saturating_sub(start.elapsed()));
+        if left == Some(Duration::ZERO) {
+            break;
+        }
+        crate::signals::sleep(left);
     }
     let live = col.live.clone();
     let store = col.finish();

@@ -1,18 +1,69 @@
 //! SIGINT/SIGTERM: the first asks every running command to stop cleanly (flush the store,
-//! restore the terminal), a second one ends the process.
+//! restore the terminal), a second one ends the process. A self-pipe lets a waiting thread
+//! sleep until a signal or a [`wake`] instead of polling a flag.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
 
 /// Set by SIGINT/SIGTERM.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The self-pipe (read end, write end; -1 until made), non-blocking both ends.
+static WAKE_RD: AtomicI32 = AtomicI32::new(-1);
+static WAKE_WR: AtomicI32 = AtomicI32::new(-1);
 
 #[cfg(unix)]
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+    wake();
+}
+
+/// Makes the self-pipe once (before the handlers can use it).
+fn ensure_pipe() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut fds = [-1i32; 2];
+        // SAFETY: pipe2 writes two descriptors into the array it is given.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } == 0 {
+            WAKE_RD.store(fds[0], Ordering::SeqCst);
+            WAKE_WR.store(fds[1], Ordering::SeqCst);
+        }
+    });
+}
+
+/// Wakes a thread in [`sleep`] (async-signal-safe: one `write` to a non-blocking pipe).
+pub(crate) fn wake() {
+    let fd = WAKE_WR.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: writes one byte from a live buffer; a full pipe (EAGAIN) already wakes.
+        unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    }
+}
+
+/// Sleeps until a signal, a [`wake`] or `timeout` (None: no limit), whichever comes first.
+pub(crate) fn sleep(timeout: Option<Duration>) {
+    ensure_pipe();
+    let fd = WAKE_RD.load(Ordering::SeqCst);
+    if fd < 0 {
+        std::thread::sleep(timeout.unwrap_or(Duration::from_millis(50)));
+        return;
+    }
+    let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; then reads into a live buffer until the pipe is empty.
+    unsafe {
+        libc::poll(&mut p, 1, ms);
+        let mut buf = [0u8; 64];
+        while libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) > 0 {}
+    }
 }
 
 /// Installs the SIGINT/SIGTERM handlers (a second signal ends the process).
 pub fn install() {
+    ensure_pipe();
     #[cfg(unix)]
     unsafe {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
