@@ -319,7 +319,11 @@ fn chunk_sizes(args: &[String]) {
         }
         println!(
             "chunk-sizes: zstd-{level} chunks of {chunk}{}: {:.1} bytes/sample (x{:.1}), {:.0} ns/sample",
-            if with_dict { " + 16 KiB dictionary" } else { "" },
+            if with_dict {
+                " + 16 KiB dictionary"
+            } else {
+                ""
+            },
             out as f64 / n as f64,
             raw as f64 / out as f64,
             t0.elapsed().as_nanos() as f64 / n as f64

@@ -198,9 +198,14 @@ fn record_times_outside_the_plausible_window_are_rejected() {
     );
     let conn = rusqlite::Connection::open(&db).unwrap();
     let (lo, hi): (i64, i64) = conn
-        .query_row("SELECT MIN(time_ms), MAX(time_ms) FROM samples", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            // Raw rows of the open window and the chunks folded from the older ones.
+            "SELECT MIN(lo), MAX(hi) FROM (
+                 SELECT MIN(time_ms) AS lo, MAX(time_ms) AS hi FROM samples
+                 UNION ALL SELECT MIN(first_ms), MAX(last_ms) FROM sample_chunks)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     let now = nasprobe::conn::now_ms() as i64;
     assert!(lo > now - 86_400_000 && hi < now + 86_400_000, "{lo} {hi}");
