@@ -24,6 +24,7 @@ pub mod model;
 pub mod output;
 pub mod record;
 pub mod report;
+pub(crate) mod rollup;
 pub mod signals;
 pub mod store;
 pub mod test_cmd;

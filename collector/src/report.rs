@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::conn::now_ms;
 use crate::context::Context;
 use crate::output;
+use crate::rollup;
 use crate::store::Store;
 
 /// What `nasprobe report` was asked for.
@@ -58,7 +59,8 @@ pub fn load_between(
     mut to: Option<u64>,
     expect_bytes: Option<u64>,
 ) -> anyhow::Result<(Vec<HostData>, Analysis)> {
-    let hosts: Vec<HostData> = store.load_window(from, to)?;
+    let step = resolution(store, from, to)?;
+    let hosts: Vec<HostData> = store.load_window_at(from, to, step)?;
     if hosts.is_empty() && from.is_none() {
         // Nothing stored: an empty window ending now rather than at the epoch.
         let now = now_ms();
@@ -72,7 +74,43 @@ pub fn load_between(
             expect_bytes,
         },
     );
+    let mut analysis = analysis;
+    if step.is_some() {
+        // Over rollups the analysis counted steps: `samples` stays the samples stored.
+        let stored = store.summary(from, to)?;
+        for h in &mut analysis.report.hosts {
+            if let Some(s) = stored.iter().find(|s| s.host == h.name) {
+                h.samples = s.samples as usize;
+            }
+        }
+    }
     Ok((hosts, analysis))
+}
+
+/// The step of the samples a report over `[from, to]` reads: None (raw samples), or one-minute
+/// rollups when the stored data of the window spans more than [`rollup::LONG_WINDOW_MS`].
+pub(crate) fn resolution(
+    store: &Store,
+    from: Option<u64>,
+    to: Option<u64>,
+) -> anyhow::Result<Option<u64>> {
+    let sum = store.summary(from, to)?;
+    let first = sum.iter().filter_map(|h| h.first_ms).min();
+    let last = sum.iter().filter_map(|h| h.last_ms).max();
+    let span = match (first, last) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    Ok((span > rollup::LONG_WINDOW_MS).then_some(rollup::LONG_RESOLUTION_MS))
+}
+
+/// What the report says about its resolution when it read rollups.
+fn resolution_note(step_ms: u64) -> String {
+    format!(
+        "figures from {} s rollups (the window spans more than {} h): means as over raw samples, peaks per step",
+        step_ms / 1000,
+        rollup::LONG_WINDOW_MS / 3_600_000
+    )
 }
 
 fn write_html(path: &Path, hosts: &[HostData], analysis: &Analysis) -> anyhow::Result<()> {
@@ -86,6 +124,8 @@ fn write_html(path: &Path, hosts: &[HostData], analysis: &Analysis) -> anyhow::R
 pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
     let store = open(c)?;
     let (hosts, analysis) = load(&store, a.since, a.expect_bytes)?;
+    let (from, to) = window(a.since);
+    let step = resolution(&store, from, to)?;
     let report = &analysis.report;
     let mut out = output::stdout();
     if let Some(path) = &a.html {
@@ -104,12 +144,22 @@ pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
         }
     }
     if a.json {
-        out.line(&serde_json::to_string_pretty(report)?)?;
+        let mut v = serde_json::to_value(report)?;
+        if let (Some(step), Some(o)) = (step, v.as_object_mut()) {
+            o.insert(
+                "resolution".into(),
+                json!({ "step_s": step / 1000, "note": resolution_note(step) }),
+            );
+        }
+        out.line(&serde_json::to_string_pretty(&v)?)?;
     } else if a.html.is_none() {
         if hosts.is_empty() {
             out.line(&format!("nothing stored in {}", store.path().display()))?;
         } else {
             out.text(&nasprobe_analysis::text::render(report))?;
+            if let Some(step) = step {
+                out.line(&format!("Resolution: {}", resolution_note(step)))?;
+            }
         }
     }
     out.finish()?;

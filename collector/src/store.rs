@@ -965,6 +965,18 @@ impl Store {
         from_ms: Option<u64>,
         to_ms: Option<u64>,
     ) -> Result<Vec<HostData>, StoreError> {
+        self.load_window_at(from_ms, to_ms, None)
+    }
+
+    /// [`Store::load_window`] with the samples of each instance merged into one per
+    /// `resolution_ms` step of their times ([`crate::rollup`]; None: raw samples). Only the
+    /// merged samples are kept: memory follows the steps, not the samples.
+    pub fn load_window_at(
+        &self,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+        resolution_ms: Option<u64>,
+    ) -> Result<Vec<HostData>, StoreError> {
         let e = |e| self.err(e);
         let mut out: Vec<HostData> = Vec::new();
         let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
@@ -996,6 +1008,18 @@ impl Store {
             let w = out.last_mut().expect("pushed above");
             let idx = w.instances.len();
             let mut any = false;
+            let mut step: Option<crate::rollup::Step> = None;
+            let flush = |step: crate::rollup::Step, w: &mut HostData| {
+                let (seq, time_ms) = (step.last_seq, step.last_ms);
+                let merged = step.finish();
+                w.samples.push(TimedSample {
+                    time_ms,
+                    instance: idx,
+                    seq,
+                    interval_us: merged.interval_us,
+                    body: postcard::to_allocvec(&merged).expect("a Sample encodes"),
+                });
+            };
             self.each_sample(raw.row, from_ms, to_ms, &mut |got| {
                 let Row { seq, time_ms, body } = match got {
                     Ok(row) => row,
@@ -1017,6 +1041,23 @@ impl Store {
                         return;
                     }
                 };
+                if let Some(res) = resolution_ms {
+                    let Some(smp) = decode_exact::<Sample>(&body) else {
+                        w.gaps.push(corrupt_gap(&name, seq, time_ms, "sample", 1));
+                        return;
+                    };
+                    any = true;
+                    match step.as_mut() {
+                        Some(st) if st.last_ms / res == time_ms / res => st.add(seq, time_ms, &smp),
+                        _ => {
+                            let next = crate::rollup::Step::new(seq, time_ms, smp);
+                            if let Some(done) = step.replace(next) {
+                                flush(done, w);
+                            }
+                        }
+                    }
+                    return;
+                }
                 // A body whose interval does not even decode is skipped here with a gap
                 // naming it (a fuller corruption is found by the analysis' decode).
                 let Ok(interval_us) = nasprobe_proto::frame::sample_interval_us(&body) else {
@@ -1032,6 +1073,9 @@ impl Store {
                 });
                 any = true;
             })?;
+            if let Some(done) = step.take() {
+                flush(done, w);
+            }
             let rows = event_stmt
                 .query_map(
                     params![

@@ -137,7 +137,83 @@ fn record(name: &str, dir: &Path) -> Result<(Value, String), String> {
             String::from_utf8_lossy(&json.stderr)
         )
     })?;
+    rollups_agree(&db)?;
     Ok((v, text))
+}
+
+/// The report over one-second rollups (five samples of 200 ms merged, as `report` reads a long
+/// window) against the report over the raw samples of the same store: the same verdict, the
+/// mean figures within 2% (or 0.01, their rounding); peaks are left out (they are per step).
+fn rollups_agree(db: &Path) -> Result<(), String> {
+    let (store, _) = nasprobe::store::Store::open_read_only(db).map_err(|e| e.to_string())?;
+    let opts = nasprobe_analysis::Options {
+        from_ms: None,
+        to_ms: None,
+        expect_bytes: None,
+    };
+    let report = |step: Option<u64>| -> Result<Value, String> {
+        let hosts = store
+            .load_window_at(None, None, step)
+            .map_err(|e| e.to_string())?;
+        serde_json::to_value(nasprobe_analysis::analyze(&hosts, &opts).report)
+            .map_err(|e| e.to_string())
+    };
+    let (raw, roll) = (report(None)?, report(Some(1000))?);
+    let mut err = Vec::new();
+    for k in ["resource", "host", "device", "process"] {
+        if raw["bottleneck"][k] != roll["bottleneck"][k] {
+            err.push(format!(
+                "bottleneck.{k}: raw {} rollups {}",
+                raw["bottleneck"][k], roll["bottleneck"][k]
+            ));
+        }
+    }
+    let mut compared = 0;
+    let mut near = |path: String, a: &Value, b: &Value, err: &mut Vec<String>| {
+        if let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) {
+            compared += 1;
+            if (x - y).abs() > (0.02 * x.abs().max(y.abs())).max(0.011) {
+                err.push(format!("{path}: raw {x} rollups {y}"));
+            }
+        }
+    };
+    let empty = Vec::new();
+    let list = |v: &Value| v.as_array().unwrap_or(&empty).clone();
+    for (h, g) in list(&raw["hosts"]).iter().zip(list(&roll["hosts"]).iter()) {
+        let name = h["name"].as_str().unwrap_or("?").to_string();
+        for k in ["busy", "iowait", "run_queue"] {
+            near(
+                format!("{name}.cpu.{k}"),
+                &h["cpu"][k],
+                &g["cpu"][k],
+                &mut err,
+            );
+        }
+        for (d, e) in list(&h["disks"]).iter().zip(list(&g["disks"]).iter()) {
+            for k in ["util", "await_ms", "queue", "read_mb_s", "write_mb_s"] {
+                near(format!("{name}.{}.{k}", d["name"]), &d[k], &e[k], &mut err);
+            }
+        }
+        for (d, e) in list(&h["nics"]).iter().zip(list(&g["nics"]).iter()) {
+            for k in ["rx_mb_s", "tx_mb_s", "util"] {
+                near(format!("{name}.{}.{k}", d["name"]), &d[k], &e[k], &mut err);
+            }
+        }
+    }
+    if roll["hosts"].as_array().map_or(0, Vec::len) != raw["hosts"].as_array().map_or(0, Vec::len) {
+        err.push("not the same hosts".into());
+    }
+    if compared < 5 {
+        err.push(format!("only {compared} figures to compare"));
+    }
+    if err.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "rollups disagree with raw samples: {}",
+            err.join("; ")
+        ))
+    }
 }
 
 /// The expectations of one scenario; Err lists what is wrong.
