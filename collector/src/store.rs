@@ -328,6 +328,11 @@ use crate::conn::now_ms;
 impl Store {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_to(path, SCHEMA_VERSION)
+    }
+
+    /// [`Store::open`] bringing the schema only up to `version`.
+    fn open_to(path: &Path, version: i64) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
                 path: path.to_path_buf(),
@@ -343,7 +348,7 @@ impl Store {
             chunks: false,
         };
         s.setup().map_err(|e| s.err(e))?;
-        s.migrate()?;
+        s.migrate_to(version)?;
         Ok(s)
     }
 
@@ -446,10 +451,6 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    fn migrate(&mut self) -> Result<(), StoreError> {
-        self.migrate_to(SCHEMA_VERSION)
-    }
-
     /// Applies migrations up to `target` (tests use it to build old files).
     pub fn migrate_to(&mut self, target: i64) -> Result<(), StoreError> {
         let found = self.schema_version()?;
@@ -488,17 +489,7 @@ impl Store {
     /// stores of an older nasprobe with it (below schema 4 samples stay raw rows, as then).
     #[cfg(any(test, feature = "testing"))]
     pub fn open_at_schema(path: &Path, version: i64) -> Result<Store, StoreError> {
-        let conn = Connection::open(path).map_err(|e| classify(path, e))?;
-        let mut s = Store {
-            conn,
-            path: path.to_path_buf(),
-            open_gaps: HashMap::new(),
-            chunk_hw: HashMap::new(),
-            chunks: false,
-        };
-        s.setup().map_err(|e| s.err(e))?;
-        s.migrate_to(version)?;
-        Ok(s)
+        Store::open_to(path, version)
     }
 
     /// Records a connection's `Hello` for host `name` at `address` and answers where to resume.
