@@ -31,7 +31,11 @@ pub(crate) struct Step {
 }
 
 impl Step {
-    pub fn new(seq: u64, time_ms: u64, s: Sample) -> Step {
+    pub fn new(seq: u64, time_ms: u64, mut s: Sample) -> Step {
+        let interval_us = s.interval_us;
+        for d in s.disks.iter_mut() {
+            *d = busy_capped(d, interval_us);
+        }
         let in_flight = s
             .disks
             .iter()
@@ -91,10 +95,11 @@ impl Step {
                 Some(x) => x.1 += u64::from(d.in_flight),
                 None => self.in_flight.push((d.disk, u64::from(d.in_flight))),
             }
+            let d = busy_capped(d, s.interval_us);
             match a.disks.iter_mut().find(|x| x.disk == d.disk) {
-                Some(x) => add_disk(x, d),
+                Some(x) => add_disk(x, &d),
                 None => {
-                    let _ = a.disks.push(*d);
+                    let _ = a.disks.push(d);
                 }
             }
         }
@@ -180,6 +185,16 @@ fn add_proc(a: &mut ProcSample, b: &ProcSample) {
     if a.cmdline.is_none() {
         a.cmdline = b.cmdline.clone();
     }
+}
+
+/// The disk's busy time cut to its sample's interval: the formulas cap each sample's
+/// utilisation at 100 % (`nasprobe_formulas`, disk util), so a merged step must add the capped
+/// busy times for its utilisation to be the mean of the samples' (a jittered interval can
+/// report io_ms a little over it).
+fn busy_capped(d: &DiskSample, interval_us: u32) -> DiskSample {
+    let mut d = *d;
+    d.io_ms = d.io_ms.min(interval_us / 1000);
+    d
 }
 
 fn add_disk(a: &mut DiskSample, b: &DiskSample) {
