@@ -38,6 +38,14 @@ def recv_exact(s, n):
     return buf
 
 
+def shut_both(*socks):
+    for s in socks:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def is_record(frame):
     return len(frame) > 5 and frame[5] == RECORD_TAG
 
@@ -92,11 +100,7 @@ def agent_to_collector(up, down, mode, log):
     except (EOFError, OSError):
         pass
     finally:
-        for s in (up, down):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut_both(up, down)
 
 
 def collector_to_agent(down, up):
@@ -109,11 +113,7 @@ def collector_to_agent(down, up):
     except OSError:
         pass
     finally:
-        for s in (up, down):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut_both(up, down)
 
 
 def main():
