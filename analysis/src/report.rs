@@ -19,6 +19,8 @@ pub struct Options {
     pub to_ms: Option<u64>,
     /// `--expect SIZE`: total bytes the transfer should land, for an ETA.
     pub expect_bytes: Option<u64>,
+    /// The samples are rollups of this step, ms (a long window; None: raw samples).
+    pub step_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -72,6 +72,7 @@ pub fn load_between(
             from_ms: from,
             to_ms: to,
             expect_bytes,
+            step_ms: step,
         },
     );
     let mut analysis = analysis;

@@ -152,6 +152,7 @@ fn rollups_agree(db: &Path) -> Result<(), String> {
         from_ms: None,
         to_ms: None,
         expect_bytes: None,
+        step_ms: None,
     };
     let report = |step: Option<u64>| -> Result<Value, String> {
         let hosts = store

@@ -26,6 +26,7 @@ pub(crate) fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> an
             from_ms: Some(from_ms),
             to_ms: Some(to_ms),
             expect_bytes: None,
+            step_ms: None,
         },
     );
     let b = &r.bottleneck;
