@@ -41,7 +41,7 @@ impl Common {
                 .hosts_file
                 .clone()
                 .unwrap_or_else(crate::hosts::HostList::default_path),
-            retention: self.retention,
+            retention: self.retention.unwrap_or(crate::store::Retention::DEFAULT),
         }
     }
 }
@@ -58,9 +58,10 @@ pub struct Common {
     /// Host list file [default: $XDG_CONFIG_HOME/nasprobe/hosts]
     #[arg(long, global = true, value_name = "PATH")]
     pub hosts_file: Option<PathBuf>,
-    /// Delete stored data older than this (e.g. 30d, 12h)
-    #[arg(long, global = true, value_name = "DUR", default_value = "30d", value_parser = parse_duration)]
-    pub retention: Duration,
+    /// How long each tier of the store is kept: raw samples, 1-minute and 1-hour rollups
+    /// (e.g. raw=14d,1m=180d,1h=5y; one DUR sets raw only) [default: raw=14d,1m=180d,1h=5y]
+    #[arg(long, global = true, value_name = "TIERS", value_parser = parse_retention)]
+    pub retention: Option<crate::store::Retention>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -311,6 +312,52 @@ pub fn parse_size_range(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
+/// `--retention`: `raw=DUR,1m=DUR,1h=DUR` (any of them; the rest default, at least as long as
+/// the finer tier), or one DUR for raw samples. A coarser tier kept shorter than a finer one is
+/// refused: a long report would find holes where the finer steps were gone first.
+pub fn parse_retention(s: &str) -> Result<crate::store::Retention, String> {
+    use crate::store::Retention;
+    let d = Retention::DEFAULT;
+    let (mut raw, mut minute, mut hour) = (None, None, None);
+    for part in s.split(',').map(str::trim) {
+        let (tier, dur) = part.split_once('=').unwrap_or(("raw", part));
+        let v = parse_duration(dur)?;
+        let slot = match tier.trim() {
+            "raw" => &mut raw,
+            "1m" => &mut minute,
+            "1h" => &mut hour,
+            t => return Err(format!("unknown tier {t:?} in --retention (raw, 1m, 1h)")),
+        };
+        if slot.replace(v).is_some() {
+            return Err(format!("tier {} given twice in --retention", tier.trim()));
+        }
+    }
+    // A tier not given takes its default, moved to fit between the tiers given.
+    let raw = raw.unwrap_or(
+        d.raw
+            .min(minute.unwrap_or(d.raw))
+            .min(hour.unwrap_or(d.raw)),
+    );
+    let minute = minute.unwrap_or(d.minute.max(raw).min(hour.unwrap_or(Duration::MAX)));
+    let hour = hour.unwrap_or(d.hour.max(minute));
+    let words = |x: Duration| format!("{} s", x.as_secs());
+    if minute < raw {
+        return Err(format!(
+            "--retention: 1m ({}) is shorter than raw ({}): a coarser tier is kept at least as long",
+            words(minute),
+            words(raw)
+        ));
+    }
+    if hour < minute {
+        return Err(format!(
+            "--retention: 1h ({}) is shorter than 1m ({}): a coarser tier is kept at least as long",
+            words(hour),
+            words(minute)
+        ));
+    }
+    Ok(Retention { raw, minute, hour })
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s.is_empty() {
@@ -342,9 +389,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "h" => 3_600_000,
             "d" => 86_400_000,
             "w" => 7 * 86_400_000,
+            "y" => 365 * 86_400_000,
             u => {
                 return Err(format!(
-                    "bad duration unit {u:?} in {s:?} (use ms, s, m, h, d, w)"
+                    "bad duration unit {u:?} in {s:?} (use ms, s, m, h, d, w, y)"
                 ));
             }
         };
@@ -375,6 +423,52 @@ mod tests {
         assert_eq!(d("45"), Duration::from_secs(45));
         for bad in ["", "s", "10x", "1.5h", "-3s", "h1", "99999999999999999999d"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn retention_tiers() {
+        use crate::store::Retention;
+        let day = |n: u64| Duration::from_secs(n * 86_400);
+        let r = |s| parse_retention(s).unwrap();
+        assert_eq!(
+            r("raw=14d,1m=180d,1h=5y"),
+            Retention {
+                raw: day(14),
+                minute: day(180),
+                hour: day(5 * 365)
+            }
+        );
+        assert_eq!(
+            r("raw=14d,1m=180d,1h=5y"),
+            Retention::DEFAULT,
+            "the defaults are what the README says"
+        );
+        // One duration: raw; the coarser tiers keep their defaults.
+        assert_eq!(r("30d").raw, day(30));
+        assert_eq!(r("30d").minute, day(180));
+        // A raw retention above a default lifts the coarser tiers with it.
+        assert_eq!(r("1y").minute, day(365));
+        assert_eq!(r("1h=10y").hour, day(3650));
+        assert_eq!((r("1m=2d").raw, r("1m=2d").minute), (day(2), day(2)));
+        assert_eq!(
+            r("1h=1d"),
+            Retention {
+                raw: day(1),
+                minute: day(1),
+                hour: day(1)
+            }
+        );
+        for bad in [
+            "raw=14d,1m=7d",
+            "1m=200d,1h=100d",
+            "raw=3d,1h=2d",
+            "daily=3d",
+            "raw=1d,raw=2d",
+            "raw=",
+            "x",
+        ] {
+            assert!(parse_retention(bad).is_err(), "{bad}");
         }
     }
 

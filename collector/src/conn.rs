@@ -21,7 +21,7 @@ use smol::future::FutureExt as _;
 
 use crate::client::{ClientError, Incoming, Session};
 use crate::hosts::HostSpec;
-use crate::store::{Item, Registration, Store, StoreError};
+use crate::store::{Item, Registration, Retention, Store, StoreError};
 
 /// Records per transaction at most.
 pub(crate) const BATCH_MAX: usize = 500;
@@ -731,7 +731,7 @@ pub struct Target {
 
 impl Collector {
     /// Opens nothing itself: takes an open store and starts collecting on a new thread.
-    pub fn start(store: Store, targets: Vec<Target>, retention: Option<Duration>) -> Collector {
+    pub fn start(store: Store, targets: Vec<Target>, retention: Option<Retention>) -> Collector {
         let live = Live::new(&targets.iter().map(|t| t.spec.clone()).collect::<Vec<_>>());
         let (stop, stop_rx) = smol::channel::bounded::<()>(1);
         let done = Arc::new(AtomicBool::new(false));
@@ -781,13 +781,13 @@ async fn run(
     targets: Vec<Target>,
     live: Arc<Live>,
     stop: smol::channel::Receiver<()>,
-    retention: Option<Duration>,
+    retention: Option<Retention>,
 ) -> Result<Store, StoreError> {
     let (tx, rx) = smol::channel::bounded::<StoreMsg>(CHANNEL_CAP);
     let ex = smol::LocalExecutor::new();
     ex.run(async {
         if let Some(r) = retention {
-            let cutoff = now_ms().saturating_sub(r.as_millis() as u64);
+            let cutoff = r.cutoffs(now_ms());
             let (s, res) = smol::unblock(move || {
                 let res = store.apply_retention(cutoff);
                 (store, res)

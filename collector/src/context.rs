@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 
@@ -20,8 +19,8 @@ pub struct Context {
     pub token_file: PathBuf,
     /// Host list file.
     pub hosts_file: PathBuf,
-    /// Stored data older than this is deleted.
-    pub retention: Duration,
+    /// How long each tier of the store is kept.
+    pub retention: crate::store::Retention,
 }
 
 impl Context {

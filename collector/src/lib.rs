@@ -30,6 +30,7 @@ pub mod store;
 pub mod test_cmd;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub(crate) mod tiers;
 pub mod validate;
 pub mod watch;
 

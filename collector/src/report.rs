@@ -88,8 +88,8 @@ pub fn load_between(
     Ok((hosts, analysis))
 }
 
-/// The step of the samples a report over `[from, to]` reads: None (raw samples), or one-minute
-/// rollups when the stored data of the window spans more than [`rollup::LONG_WINDOW_MS`].
+/// The step of the samples a report over `[from, to]` reads: None (raw samples), or rollups
+/// ([`rollup::step_for_span`]) by how long the stored data of the window spans.
 pub(crate) fn resolution(
     store: &Store,
     from: Option<u64>,
@@ -102,15 +102,24 @@ pub(crate) fn resolution(
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => 0,
     };
-    Ok((span > rollup::LONG_WINDOW_MS).then_some(rollup::LONG_RESOLUTION_MS))
+    Ok(rollup::step_for_span(span))
 }
 
 /// What the report says about its resolution when it read rollups.
 fn resolution_note(step_ms: u64) -> String {
+    let over = if step_ms >= rollup::HOUR_MS {
+        rollup::VERY_LONG_WINDOW_MS
+    } else {
+        rollup::LONG_WINDOW_MS
+    };
     format!(
-        "figures from {} s rollups (the window spans more than {} h): means as over raw samples, peaks per step",
-        step_ms / 1000,
-        rollup::LONG_WINDOW_MS / 3_600_000
+        "figures from {} rollups (the window spans more than {}): means as over raw samples, peaks per step",
+        rollup::tier_name(step_ms),
+        if over % (24 * rollup::HOUR_MS) == 0 {
+            format!("{} days", over / (24 * rollup::HOUR_MS))
+        } else {
+            format!("{} h", over / rollup::HOUR_MS)
+        }
     )
 }
 

@@ -1,21 +1,95 @@
-//! Rollups read on the fly: consecutive samples of one agent instance merged into one sample
-//! per resolution step (e.g. a minute), for reports over long windows.
+//! Rollups: consecutive samples of one agent instance merged into one sample per resolution
+//! step (a minute, an hour), stored as chunks close (the 1-minute and 1-hour tiers,
+//! [`crate::tiers`]) and merged again while reading, for reports over long windows.
 //!
 //! The agent's samples carry deltas over their interval, so a merge of consecutive samples is
 //! itself a sample over the summed interval: counters (CPU ticks, disk and NIC counters, TCP and
 //! VM activity, process CPU) add up, gauges take the step's last value (memory, mounts, link
 //! speed) or its mean (runnable/blocked tasks, in-flight I/O) or its peak (agent RSS). Means
 //! over the window (busy, util, rates) are the same as over raw samples; peaks are those of the
-//! step, which the report names as its resolution.
+//! step, which the report names as its resolution. A merged sample merges again the same way,
+//! so an hour is built from its minutes.
 
 use nasprobe_proto::{
     CpuTicks, DiskSample, MAX_TOP_PROCS, NicSample, ProcSample, Sample, TcpActivity, VmActivity,
 };
 
-/// The report reads rollups instead of raw samples over windows longer than this.
-pub(crate) const LONG_WINDOW_MS: u64 = 6 * 3_600_000;
-/// Resolution of the rollups read over a long window: one minute.
-pub(crate) const LONG_RESOLUTION_MS: u64 = 60_000;
+/// One minute, ms: the finer stored tier.
+pub(crate) const MINUTE_MS: u64 = 60_000;
+/// One hour, ms: the coarser stored tier.
+pub(crate) const HOUR_MS: u64 = 3_600_000;
+/// The stored tiers' steps, finest first.
+pub(crate) const TIERS: [u64; 2] = [MINUTE_MS, HOUR_MS];
+/// The report reads rollups instead of raw samples over windows longer than this (at 1 Hz,
+/// 21,600 samples a host: the raw detail a day's report can afford).
+pub(crate) const LONG_WINDOW_MS: u64 = 6 * HOUR_MS;
+/// Over windows longer than this the report reads hourly rollups instead of 1-minute ones (two
+/// weeks of minutes are 20,160 steps a host, as many as 6 h of raw samples at 1 Hz).
+pub(crate) const VERY_LONG_WINDOW_MS: u64 = 14 * 24 * HOUR_MS;
+
+/// The step of the samples a report over data spanning `span_ms` reads: None (raw samples),
+/// a minute, or an hour.
+pub(crate) fn step_for_span(span_ms: u64) -> Option<u64> {
+    if span_ms > VERY_LONG_WINDOW_MS {
+        Some(HOUR_MS)
+    } else if span_ms > LONG_WINDOW_MS {
+        Some(MINUTE_MS)
+    } else {
+        None
+    }
+}
+
+/// A step's name as `--retention` and the report's resolution say it (`1m`, `1h`).
+pub(crate) fn tier_name(step_ms: u64) -> String {
+    if step_ms.is_multiple_of(HOUR_MS) {
+        format!("{}h", step_ms / HOUR_MS)
+    } else {
+        format!("{}m", step_ms / MINUTE_MS)
+    }
+}
+
+/// One merged step: the merged sample, the seq and agent time of its last sample.
+pub(crate) struct Merged {
+    pub last_seq: u64,
+    pub last_ms: u64,
+    pub sample: Sample,
+}
+
+/// Merges consecutive samples (raw or already merged) of one instance into steps of
+/// `step_ms` by their times: a sample whose time falls in another step than the previous
+/// one's closes the step.
+pub(crate) struct Merger {
+    step_ms: u64,
+    open: Option<Step>,
+}
+
+impl Merger {
+    pub fn new(step_ms: u64) -> Merger {
+        Merger {
+            step_ms: step_ms.max(1),
+            open: None,
+        }
+    }
+
+    /// Adds the next sample; returns the step it closed, if any.
+    pub fn push(&mut self, seq: u64, time_ms: u64, s: Sample) -> Option<Merged> {
+        match self.open.as_mut() {
+            Some(st) if st.last_ms / self.step_ms == time_ms / self.step_ms => {
+                st.add(seq, time_ms, &s);
+                None
+            }
+            _ => self
+                .open
+                .replace(Step::new(seq, time_ms, s))
+                .map(Step::merged),
+        }
+    }
+
+    /// The step still open.
+    pub fn finish(self) -> Option<Merged> {
+        self.open.map(Step::merged)
+    }
+}
 
 /// A step being merged: the sum so far and what means need.
 pub(crate) struct Step {
@@ -131,6 +205,15 @@ impl Step {
         self.n += 1;
         self.last_seq = seq;
         self.last_ms = time_ms;
+    }
+
+    fn merged(self) -> Merged {
+        let (last_seq, last_ms) = (self.last_seq, self.last_ms);
+        Merged {
+            last_seq,
+            last_ms,
+            sample: self.finish(),
+        }
     }
 
     /// The merged sample (means set, top list busiest first).

@@ -25,6 +25,8 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::chunk::{self, ChunkError, Row};
 use crate::model;
+use crate::rollup::{self, Merged, Merger};
+use crate::tiers;
 
 /// Reason of a gap left by an agent restart (the old instance's tail and the downtime).
 pub const REASON_RESTART: &str = "agent restarted";
@@ -154,6 +156,9 @@ const MIGRATIONS: &[&str] = &[
         data BLOB NOT NULL,
         UNIQUE(instance, first_seq)
      );",
+    // 5: the 1-minute and 1-hour rollup tiers (`tiers`); the migration builds them from the
+    // chunks.
+    tiers::TABLE,
 ];
 
 /// Per agent instance, its clock against the collector's as the best handshake measured it
@@ -171,6 +176,62 @@ const CLOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS clock_offsets(
 const CLOCK_STALE_MS: i64 = 3_600_000;
 /// The first schema with `sample_chunks`: below it, samples stay raw rows.
 const CHUNKS_SINCE: i64 = 4;
+/// The first schema with the rollup tiers: below it, reports merge raw samples while reading.
+const TIERS_SINCE: i64 = 5;
+
+/// How long each tier of the store is kept (`--retention`): raw samples (with the periodic
+/// connection and open-file snapshots), the 1-minute rollups (with every other event), the
+/// 1-hour rollups (with the gaps). A coarser tier is kept at least as long as a finer one, so
+/// a report over an old window finds its coarser steps where the finer ones are gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub raw: std::time::Duration,
+    pub minute: std::time::Duration,
+    pub hour: std::time::Duration,
+}
+
+/// The event kinds kept as long as raw samples: snapshots sent every few seconds while a
+/// transfer runs (the rest: starts, exits, link changes, kernel messages, stay with the
+/// minutes).
+const RAW_EVENT_KINDS: [&str; 2] = [Event::KIND_CONNECTIONS, Event::KIND_OPEN_FILES];
+
+impl Retention {
+    /// The defaults (README): raw 14 days, 1-minute rollups 180 days, 1-hour rollups 5 years.
+    pub const DEFAULT: Retention = Retention {
+        raw: std::time::Duration::from_secs(14 * 86_400),
+        minute: std::time::Duration::from_secs(180 * 86_400),
+        hour: std::time::Duration::from_secs(5 * 365 * 86_400),
+    };
+
+    /// The cutoffs (ms since the epoch) at `now_ms`.
+    pub fn cutoffs(&self, now_ms: u64) -> RetentionCutoffs {
+        let cut = |d: std::time::Duration| now_ms.saturating_sub(d.as_millis() as u64);
+        RetentionCutoffs {
+            raw_ms: cut(self.raw),
+            minute_ms: cut(self.minute),
+            hour_ms: cut(self.hour),
+        }
+    }
+}
+
+/// What [`Store::apply_retention`] deletes: each tier's records older than its cutoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionCutoffs {
+    pub raw_ms: u64,
+    pub minute_ms: u64,
+    pub hour_ms: u64,
+}
+
+impl RetentionCutoffs {
+    /// Every tier cut at the same time.
+    pub fn all(cutoff_ms: u64) -> RetentionCutoffs {
+        RetentionCutoffs {
+            raw_ms: cutoff_ms,
+            minute_ms: cutoff_ms,
+            hour_ms: cutoff_ms,
+        }
+    }
+}
 
 /// The newest schema this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -321,6 +382,8 @@ pub struct Store {
     chunk_hw: HashMap<i64, u64>,
     /// The schema has `sample_chunks` (false only for files kept at an old schema by tests).
     chunks: bool,
+    /// Schema 5 or later: rollup tiers are written as chunks close.
+    tiers: bool,
 }
 
 use crate::conn::now_ms;
@@ -346,6 +409,7 @@ impl Store {
             open_gaps: HashMap::new(),
             chunk_hw: HashMap::new(),
             chunks: false,
+            tiers: false,
         };
         s.setup().map_err(|e| s.err(e))?;
         s.migrate_to(version)?;
@@ -365,6 +429,7 @@ impl Store {
                 open_gaps: HashMap::new(),
                 chunk_hw: HashMap::new(),
                 chunks: true,
+                tiers: true,
             };
             s.conn
                 .busy_timeout(std::time::Duration::from_secs(5))
@@ -467,12 +532,10 @@ impl Store {
                 .transaction()
                 .map_err(|e| classify(&self.path, e))?;
             tx.execute_batch(MIGRATIONS[(v - 1) as usize])
-                .and_then(|_| {
-                    if v == CHUNKS_SINCE {
-                        fold_all(&tx)
-                    } else {
-                        Ok(())
-                    }
+                .and_then(|_| match v {
+                    CHUNKS_SINCE => fold_all(&tx),
+                    TIERS_SINCE => tiers::build_all(&tx),
+                    _ => Ok(()),
                 })
                 .and_then(|_| {
                     tx.execute("DELETE FROM schema_version", [])?;
@@ -481,7 +544,9 @@ impl Store {
                 .map_err(|e| classify(&self.path, e))?;
             tx.commit().map_err(|e| classify(&self.path, e))?;
         }
-        self.chunks = self.schema_version()? >= CHUNKS_SINCE;
+        let version = self.schema_version()?;
+        self.chunks = version >= CHUNKS_SINCE;
+        self.tiers = version >= TIERS_SINCE;
         Ok(())
     }
 
@@ -592,6 +657,7 @@ impl Store {
         let mut open_gaps = self.open_gaps.clone();
         let mut chunk_hw = self.chunk_hw.clone();
         let chunks = self.chunks;
+        let with_tiers = self.tiers;
         let tx = self.conn.transaction().map_err(e)?;
         {
             let mut ins_sample = tx
@@ -719,7 +785,9 @@ impl Store {
             mark_instances(&tx, &marks).map_err(e)?;
             if chunks {
                 for (inst, (_, newest_ms)) in &marks {
-                    if let Some(hw) = fold_instance(&tx, *inst, Some(*newest_ms)).map_err(e)? {
+                    if let Some(hw) =
+                        fold_instance(&tx, *inst, Some(*newest_ms), with_tiers).map_err(e)?
+                    {
                         let v = chunk_hw.entry(*inst).or_insert(0);
                         *v = (*v).max(hw);
                     }
@@ -899,23 +967,28 @@ impl Store {
         }))
     }
 
-    /// Every stored sample of `instance` with its time in `[from, to]`, chunk by chunk (seq
-    /// order within each) then the open chunk's raw rows in seq order; a damaged chunk is
-    /// handed over as an error with its row, once, instead of its samples.
+    /// Every stored sample of `instance` with its time in `[from, to]` and its seq after
+    /// `after_seq`, chunk by chunk (seq order within each) then the open chunk's raw rows in seq
+    /// order; a damaged chunk is handed over as an error with its row, once, instead of its
+    /// samples.
     fn each_sample(
         &self,
         instance: i64,
         from: Option<u64>,
         to: Option<u64>,
+        after_seq: u64,
         f: &mut dyn FnMut(StoredSample<'_>),
     ) -> Result<(), StoreError> {
         let e = |e| self.err(e);
         let inside = |t: u64| !(from.is_some_and(|f| t < f) || to.is_some_and(|x| t > x));
         for m in self.chunk_metas(instance, from, to).map_err(e)? {
+            if m.last_seq <= after_seq {
+                continue;
+            }
             match self.chunk_rows(&m).map_err(e)? {
                 Ok(rows) => rows
                     .into_iter()
-                    .filter(|r| inside(r.time_ms))
+                    .filter(|r| r.seq > after_seq && inside(r.time_ms))
                     .for_each(|r| f(Ok(r))),
                 Err(why) => f(Err((&m, why))),
             }
@@ -923,6 +996,10 @@ impl Store {
         let Some((lo, hi)) = self.seq_range(instance, from, to).map_err(e)? else {
             return Ok(());
         };
+        let lo = lo.max(after_seq.saturating_add(1));
+        if lo > hi {
+            return Ok(());
+        }
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -944,6 +1021,97 @@ impl Store {
             if inside(r.time_ms) {
                 f(Ok(r)); // else a clock step inside the instance
             }
+        }
+        Ok(())
+    }
+
+    /// The samples of `instance` in `[from, to]` merged into steps of `step_ms`, in seq order:
+    /// read from the stored tier of the largest step not above it, the coarser tier where
+    /// that one's retention deleted it, then the finer tiers and raw samples that are not
+    /// rolled up yet (the open chunk, the open hour), all merged again into `step_ms` steps.
+    fn each_step(
+        &self,
+        instance: i64,
+        from: Option<u64>,
+        to: Option<u64>,
+        step_ms: u64,
+        f: &mut dyn FnMut(Step),
+    ) -> Result<(), StoreError> {
+        let e = |e| self.err(e);
+        let inside = |t: u64| !(from.is_some_and(|f| t < f) || to.is_some_and(|x| t > x));
+        let mut merger = Merger::new(step_ms);
+        let mut hi = 0u64;
+        let tier = if self.tiers {
+            rollup::TIERS.iter().rev().copied().find(|t| *t <= step_ms)
+        } else {
+            None
+        };
+        if let Some(tier) = tier {
+            let own = tiers::metas(&self.conn, instance, tier, from, to).map_err(e)?;
+            let lo = own.first().map_or(u64::MAX, |m| m.first_seq);
+            let coarser = rollup::TIERS.iter().copied().filter(|t| *t > tier);
+            let finer = rollup::TIERS.iter().rev().copied().filter(|t| *t < tier);
+            let mut sources: Vec<tiers::TierMeta> = Vec::new();
+            for c in coarser {
+                sources.extend(
+                    tiers::metas(&self.conn, instance, c, from, to)
+                        .map_err(e)?
+                        .into_iter()
+                        .filter(|m| m.last_seq < lo),
+                );
+            }
+            sources.sort_by_key(|m| m.first_seq);
+            sources.extend(own);
+            let mut read = |sources: Vec<tiers::TierMeta>, hi: &mut u64| {
+                for m in sources {
+                    match tiers::rows(&self.conn, &m).map_err(e)? {
+                        Ok(rows) => {
+                            for r in rows.into_iter().filter(|r| inside(r.time_ms)) {
+                                match decode_exact::<Sample>(&r.body) {
+                                    Some(smp) => {
+                                        if let Some(done) = merger.push(r.seq, r.time_ms, smp) {
+                                            f(Step::Merged(Box::new(done)));
+                                        }
+                                    }
+                                    None => f(Step::Corrupt(r.seq, r.time_ms)),
+                                }
+                            }
+                        }
+                        Err(_) => f(Step::Damaged(
+                            "rollup",
+                            (m.first_seq, m.last_seq, m.first_ms, m.last_ms, m.n),
+                        )),
+                    }
+                    *hi = (*hi).max(m.last_seq);
+                }
+                Ok::<_, StoreError>(())
+            };
+            read(sources, &mut hi)?;
+            for t in finer {
+                let newer: Vec<_> = tiers::metas(&self.conn, instance, t, from, to)
+                    .map_err(e)?
+                    .into_iter()
+                    .filter(|m| m.first_seq > hi)
+                    .collect();
+                read(newer, &mut hi)?;
+            }
+        }
+        self.each_sample(instance, from, to, hi, &mut |got| match got {
+            Ok(r) => match decode_exact::<Sample>(&r.body) {
+                Some(smp) => {
+                    if let Some(done) = merger.push(r.seq, r.time_ms, smp) {
+                        f(Step::Merged(Box::new(done)));
+                    }
+                }
+                None => f(Step::Corrupt(r.seq, r.time_ms)),
+            },
+            Err((m, _)) => f(Step::Damaged(
+                "chunk",
+                (m.first_seq, m.last_seq, m.first_ms, m.last_ms, m.n),
+            )),
+        })?;
+        if let Some(done) = merger.finish() {
+            f(Step::Merged(Box::new(done)));
         }
         Ok(())
     }
@@ -999,73 +1167,62 @@ impl Store {
             let w = out.last_mut().expect("pushed above");
             let idx = w.instances.len();
             let mut any = false;
-            let mut step: Option<crate::rollup::Step> = None;
-            let flush = |step: crate::rollup::Step, w: &mut HostData| {
-                let (seq, time_ms) = (step.last_seq, step.last_ms);
-                let merged = step.finish();
+            let push = |m: Merged, w: &mut HostData| {
                 w.samples.push(TimedSample {
-                    time_ms,
+                    time_ms: m.last_ms,
                     instance: idx,
-                    seq,
-                    interval_us: merged.interval_us,
-                    body: postcard::to_allocvec(&merged).expect("a Sample encodes"),
+                    seq: m.last_seq,
+                    interval_us: m.sample.interval_us,
+                    body: postcard::to_allocvec(&m.sample).expect("a Sample encodes"),
                 });
             };
-            self.each_sample(raw.row, from_ms, to_ms, &mut |got| {
-                let Row { seq, time_ms, body } = match got {
-                    Ok(row) => row,
-                    Err((m, why)) => {
-                        log::warn!(
-                            "stored chunk seq {}..{} of {name} does not decode ({why}); skipped",
-                            m.first_seq,
-                            m.last_seq
-                        );
-                        w.gaps.push(GapInfo {
-                            from_ms: m.first_ms,
-                            to_ms: m.last_ms,
-                            samples: Some(m.n),
-                            reason: nasprobe_analysis::report::undecodable_reason(
-                                "chunk",
-                                m.first_seq,
-                            ),
-                        });
-                        return;
+            let undecodable = |what: &str, m: (u64, u64, u64, u64, u64), w: &mut HostData| {
+                let (first_seq, last_seq, first_ms, last_ms, n) = m;
+                log::warn!(
+                    "stored {what} seq {first_seq}..{last_seq} of {name} does not decode; skipped"
+                );
+                w.gaps.push(GapInfo {
+                    from_ms: first_ms,
+                    to_ms: last_ms,
+                    samples: Some(n),
+                    reason: nasprobe_analysis::report::undecodable_reason(what, first_seq),
+                });
+            };
+            if let Some(res) = resolution_ms {
+                self.each_step(raw.row, from_ms, to_ms, res, &mut |got| match got {
+                    Step::Merged(m) => {
+                        any = true;
+                        push(*m, w);
                     }
-                };
-                if let Some(res) = resolution_ms {
-                    let Some(smp) = decode_exact::<Sample>(&body) else {
+                    Step::Damaged(what, m) => undecodable(what, m, w),
+                    Step::Corrupt(seq, time_ms) => {
+                        w.gaps.push(corrupt_gap(&name, seq, time_ms, "sample", 1))
+                    }
+                })?;
+            } else {
+                self.each_sample(raw.row, from_ms, to_ms, 0, &mut |got| {
+                    let Row { seq, time_ms, body } = match got {
+                        Ok(row) => row,
+                        Err((m, _why)) => {
+                            let m = (m.first_seq, m.last_seq, m.first_ms, m.last_ms, m.n);
+                            return undecodable("chunk", m, w);
+                        }
+                    };
+                    // A body whose interval does not even decode is skipped here with a gap
+                    // naming it (a fuller corruption is found by the analysis' decode).
+                    let Ok(interval_us) = nasprobe_proto::frame::sample_interval_us(&body) else {
                         w.gaps.push(corrupt_gap(&name, seq, time_ms, "sample", 1));
                         return;
                     };
+                    w.samples.push(TimedSample {
+                        time_ms,
+                        instance: idx,
+                        seq,
+                        interval_us,
+                        body,
+                    });
                     any = true;
-                    match step.as_mut() {
-                        Some(st) if st.last_ms / res == time_ms / res => st.add(seq, time_ms, &smp),
-                        _ => {
-                            let next = crate::rollup::Step::new(seq, time_ms, smp);
-                            if let Some(done) = step.replace(next) {
-                                flush(done, w);
-                            }
-                        }
-                    }
-                    return;
-                }
-                // A body whose interval does not even decode is skipped here with a gap
-                // naming it (a fuller corruption is found by the analysis' decode).
-                let Ok(interval_us) = nasprobe_proto::frame::sample_interval_us(&body) else {
-                    w.gaps.push(corrupt_gap(&name, seq, time_ms, "sample", 1));
-                    return;
-                };
-                w.samples.push(TimedSample {
-                    time_ms,
-                    instance: idx,
-                    seq,
-                    interval_us,
-                    body,
-                });
-                any = true;
-            })?;
-            if let Some(done) = step.take() {
-                flush(done, w);
+                })?;
             }
             let rows = event_stmt
                 .query_map(
@@ -1355,7 +1512,7 @@ impl Store {
                 bad.push((Some(seq as u64), w));
             }
         }
-        self.each_sample(raw.row, None, None, &mut |got| {
+        self.each_sample(raw.row, None, None, 0, &mut |got| {
             let r = match got {
                 Ok(r) => r,
                 Err((m, why)) => {
@@ -1378,12 +1535,36 @@ impl Store {
                 bad.push((Some(r.seq), w));
             }
         })?;
+        if self.tiers {
+            // The rollups are derived data, but a report over a long window reads only them.
+            for step in rollup::TIERS {
+                for m in tiers::metas(&self.conn, raw.row, step, None, None).map_err(e)? {
+                    let ok = tiers::rows(&self.conn, &m).map_err(e)?.is_ok_and(|rows| {
+                        rows.iter()
+                            .all(|r| decode_exact::<Sample>(&r.body).is_some())
+                    });
+                    if !ok {
+                        bad.push((
+                            Some(m.first_seq),
+                            format!(
+                                "stored {} rollup of seq {}..{} does not decode",
+                                rollup::tier_name(step),
+                                m.first_seq,
+                                m.last_seq
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         bad.sort_by_key(|b| b.0);
         Ok(bad)
     }
 
-    /// Deletes everything older than `cutoff_ms`; returns the number of rows deleted.
-    pub fn apply_retention(&mut self, cutoff_ms: u64) -> Result<usize, StoreError> {
+    /// Deletes each tier's records older than its cutoff; returns the number of samples, steps
+    /// and rows deleted.
+    pub fn apply_retention(&mut self, cuts: RetentionCutoffs) -> Result<usize, StoreError> {
+        let cutoff_ms = cuts.raw_ms;
         let path = self.path.clone();
         let e = |e| classify(&path, e);
         let rows: Vec<(i64, u64)> = {
@@ -1463,23 +1644,43 @@ impl Store {
             .map_err(e)?;
             n += gone as usize;
         }
+        if self.tiers {
+            n += tiers::apply_retention(&tx, rollup::MINUTE_MS, cuts.minute_ms).map_err(e)?;
+            n += tiers::apply_retention(&tx, rollup::HOUR_MS, cuts.hour_ms).map_err(e)?;
+        }
         n += tx
-            .execute("DELETE FROM events WHERE time_ms < ?1", [cutoff_ms as i64])
+            .execute(
+                "DELETE FROM events WHERE time_ms < ?1 AND kind IN (?2, ?3)",
+                params![cutoff_ms as i64, RAW_EVENT_KINDS[0], RAW_EVENT_KINDS[1]],
+            )
             .map_err(e)?;
         n += tx
-            .execute("DELETE FROM gaps WHERE to_ms < ?1", [cutoff_ms as i64])
+            .execute(
+                "DELETE FROM events WHERE time_ms < ?1",
+                [cuts.minute_ms as i64],
+            )
+            .map_err(e)?;
+        n += tx
+            .execute("DELETE FROM gaps WHERE to_ms < ?1", [cuts.hour_ms as i64])
             .map_err(e)?;
         // Instances with nothing left and older than the cutoff; keep the newest of each host
         // (it is the resume point).
+        let with_rollups = if self.tiers {
+            " AND NOT EXISTS (SELECT 1 FROM rollups r WHERE r.instance = instances.id)"
+        } else {
+            ""
+        };
         n += tx
             .execute(
-                "DELETE FROM instances WHERE last_ms < ?1
+                &format!(
+                    "DELETE FROM instances WHERE last_ms < ?1
                    AND id NOT IN (SELECT MAX(id) FROM instances GROUP BY host)
                    AND NOT EXISTS (SELECT 1 FROM samples s WHERE s.instance = instances.id)
                    AND NOT EXISTS (SELECT 1 FROM sample_chunks c WHERE c.instance = instances.id)
                    AND NOT EXISTS (SELECT 1 FROM events v WHERE v.instance = instances.id)
-                   AND NOT EXISTS (SELECT 1 FROM gaps g WHERE g.instance = instances.id)",
-                [cutoff_ms as i64],
+                   AND NOT EXISTS (SELECT 1 FROM gaps g WHERE g.instance = instances.id){with_rollups}"
+                ),
+                [cutoff_ms.min(cuts.minute_ms) as i64],
             )
             .map_err(e)?;
         // The clock offsets of the instances gone with them.
@@ -1873,7 +2074,7 @@ impl Store {
 }
 
 /// A stored body decoded exactly: every byte used (a row with bytes appended is corrupt too).
-fn decode_exact<T: serde::de::DeserializeOwned>(b: &[u8]) -> Option<T> {
+pub(crate) fn decode_exact<T: serde::de::DeserializeOwned>(b: &[u8]) -> Option<T> {
     postcard::take_from_bytes::<T>(b)
         .ok()
         .filter(|(_, rest)| rest.is_empty())
@@ -1893,6 +2094,15 @@ fn corrupt_gap(host: &str, seq: u64, time_ms: u64, what: &str, samples: u64) -> 
 
 /// What [`Store::each_sample`] hands over: a sample, or a damaged chunk with why.
 type StoredSample<'a> = Result<Row, (&'a ChunkMeta, ChunkError)>;
+
+/// What [`Store::each_step`] hands over: a merged step, a damaged chunk or rollup row (what,
+/// and its first seq, last seq, first ms, last ms, samples or steps), or one stored body that
+/// does not decode (seq, time).
+enum Step {
+    Merged(Box<Merged>),
+    Damaged(&'static str, (u64, u64, u64, u64, u64)),
+    Corrupt(u64, u64),
+}
 
 /// A `sample_chunks` row without its data.
 #[derive(Debug, Clone)]
@@ -2062,11 +2272,13 @@ fn in_a_chunk(tx: &rusqlite::Transaction<'_>, instance: i64, seq: u64) -> rusqli
 
 /// Folds the closed windows of `instance`'s raw rows into chunks: the rows, in seq order, up to
 /// the first one in the window of `newest_ms` (None: every window before the newest row's).
-/// Returns the highest seq folded, if any.
+/// With `with_tiers`, each chunk's minute rollups are written with it and the hours it closes
+/// are rolled up. Returns the highest seq folded, if any.
 fn fold_instance(
     tx: &rusqlite::Transaction<'_>,
     instance: i64,
     newest_ms: Option<u64>,
+    with_tiers: bool,
 ) -> rusqlite::Result<Option<u64>> {
     let oldest: Option<(i64, i64)> = tx
         .prepare_cached(
@@ -2101,8 +2313,11 @@ fn fold_instance(
             hi as i64,
             rows.len() as i64,
             chunk::encode(rows)
-        ])
-        .map(drop)
+        ])?;
+        if with_tiers {
+            tiers::put_minutes(tx, instance, rows)?;
+        }
+        Ok(())
     };
     let mut stmt = tx.prepare_cached(
         "SELECT seq, time_ms, body FROM samples WHERE instance = ?1 ORDER BY seq",
@@ -2134,6 +2349,9 @@ fn fold_instance(
     if !group.is_empty() {
         put(&group)?;
     }
+    if with_tiers {
+        tiers::close_hours(tx, instance, boundary)?;
+    }
     if let Some(last) = last {
         tx.prepare_cached("DELETE FROM samples WHERE instance = ?1 AND seq <= ?2")?
             .execute(params![instance, last as i64])?;
@@ -2148,7 +2366,7 @@ fn fold_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for id in ids {
-        fold_instance(tx, id, None)?;
+        fold_instance(tx, id, None, false)?;
     }
     Ok(())
 }

@@ -137,7 +137,9 @@ fn load_window_binary_search() {
         "nothing after the end"
     );
     // Retention removes what is older than the cutoff.
-    let n = s.apply_retention(500_000).unwrap();
+    let n = s
+        .apply_retention(nasprobe::store::RetentionCutoffs::all(500_000))
+        .unwrap();
     assert!(n >= 499, "{n}");
     let w = s.load_window(None, None).unwrap();
     assert_eq!(w[0].samples.first().unwrap().seq, 501);

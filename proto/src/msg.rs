@@ -602,6 +602,11 @@ pub enum Event {
 }
 
 impl Event {
+    /// [`Event::kind`] of [`Event::Connections`].
+    pub const KIND_CONNECTIONS: &'static str = "tcp_connections";
+    /// [`Event::kind`] of [`Event::OpenFiles`].
+    pub const KIND_OPEN_FILES: &'static str = "open_files";
+
     /// The exit of a process in either form, with its status when the event carries one.
     pub fn as_exit(&self) -> Option<(&ProcessExit, Option<&ExitStatus>)> {
         match self {
@@ -629,8 +634,8 @@ impl Event {
             Event::DeviceAdded(_) => "device_added",
             Event::ExitWatch(_) => "exit_watch",
             Event::KernelMessage(_) => "kernel_message",
-            Event::Connections(_) => "tcp_connections",
-            Event::OpenFiles(_) => "open_files",
+            Event::Connections(_) => Event::KIND_CONNECTIONS,
+            Event::OpenFiles(_) => Event::KIND_OPEN_FILES,
         }
     }
 }
