@@ -143,8 +143,15 @@ fn scrape_endpoint() {
     let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
         .map(|_| TcpStream::connect(server.addr).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(get(&server.addr, "/metrics").0, 503);
+    // The server takes them in as it gets to them (slower on a loaded machine): wait for the
+    // refusal rather than assume a time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut refused = get(&server.addr, "/metrics").0;
+    while refused != 503 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        refused = get(&server.addr, "/metrics").0;
+    }
+    assert_eq!(refused, 503);
     drop(idle);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(get(&server.addr, "/metrics").0, 200);
