@@ -37,6 +37,10 @@ pub(crate) const RECENT_EVENTS: usize = 8;
 /// Events stored per host per sampling interval at most; more are dropped and counted (a gap
 /// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
 pub const EVENTS_PER_INTERVAL: usize = 512;
+/// A recorder running for weeks applies `--retention` again after a batch once this long has
+/// passed since it last did (the tiers' finest cutoff moves by the minute; an hour's worth of
+/// old rows is little to delete at once).
+pub(crate) const RETENTION_EVERY: Duration = Duration::from_secs(3600);
 
 /// Connection state of one host, for views.
 #[derive(Debug, Clone, PartialEq)]
@@ -504,7 +508,30 @@ impl Gate {
 /// The task that owns the store: registers `Hello`s, writes items in batched transactions via
 /// `smol::unblock`, retries failed writes with the same batch until they succeed. Returns the
 /// store when every sender is gone and everything received is committed.
-pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live>) -> Store {
+/// Applies `retention` to the store off the executor and logs what it deleted.
+async fn apply_retention(store: Store, retention: Retention) -> Store {
+    let cutoff = retention.cutoffs(now_ms());
+    let (store, res) = smol::unblock(move || {
+        let mut store = store;
+        let res = store.apply_retention(cutoff);
+        (store, res)
+    })
+    .await;
+    match res {
+        Ok(n) if n > 0 => log::info!("retention: deleted {n} old rows"),
+        Ok(_) => {}
+        Err(e) => log::warn!("retention: {e}"),
+    }
+    store
+}
+
+pub async fn store_task(
+    mut store: Store,
+    rx: Receiver<StoreMsg>,
+    live: Arc<Live>,
+    retention: Option<Retention>,
+) -> Store {
+    let mut retained_at = Instant::now();
     let mut batch: Vec<Item> = Vec::with_capacity(BATCH_MAX);
     let mut pending_hello: Option<StoreMsg> = None;
     // Instance row → (host, agent instance id), to say what could not be stored.
@@ -566,6 +593,12 @@ pub async fn store_task(mut store: Store, rx: Receiver<StoreMsg>, live: Arc<Live
                 match failed {
                     None => {
                         live.committed.fetch_add(n, Ordering::Relaxed);
+                        if let Some(r) = retention
+                            && retained_at.elapsed() >= RETENTION_EVERY
+                        {
+                            store = apply_retention(store, r).await;
+                            retained_at = Instant::now();
+                        }
                     }
                     Some(items) => {
                         gave_up = true;
@@ -787,20 +820,9 @@ async fn run(
     let ex = smol::LocalExecutor::new();
     ex.run(async {
         if let Some(r) = retention {
-            let cutoff = r.cutoffs(now_ms());
-            let (s, res) = smol::unblock(move || {
-                let res = store.apply_retention(cutoff);
-                (store, res)
-            })
-            .await;
-            store = s;
-            match res {
-                Ok(n) if n > 0 => log::info!("retention: deleted {n} old rows"),
-                Ok(_) => {}
-                Err(e) => log::warn!("retention: {e}"),
-            }
+            store = apply_retention(store, r).await;
         }
-        let store_task = ex.spawn(store_task(store, rx, live.clone()));
+        let store_task = ex.spawn(store_task(store, rx, live.clone(), retention));
         let agents: Vec<_> = targets
             .into_iter()
             .enumerate()
