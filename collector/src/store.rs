@@ -979,18 +979,36 @@ impl Store {
         after_seq: u64,
         f: &mut dyn FnMut(StoredSample<'_>),
     ) -> Result<(), StoreError> {
+        self.each_sample_while(instance, from, to, after_seq, &mut |s| {
+            f(s);
+            true
+        })
+    }
+
+    /// [`Store::each_sample`] until `f` returns false.
+    fn each_sample_while(
+        &self,
+        instance: i64,
+        from: Option<u64>,
+        to: Option<u64>,
+        after_seq: u64,
+        f: &mut dyn FnMut(StoredSample<'_>) -> bool,
+    ) -> Result<(), StoreError> {
         let e = |e| self.err(e);
         let inside = |t: u64| !(from.is_some_and(|f| t < f) || to.is_some_and(|x| t > x));
         for m in self.chunk_metas(instance, from, to).map_err(e)? {
             if m.last_seq <= after_seq {
                 continue;
             }
-            match self.chunk_rows(&m).map_err(e)? {
+            let go_on = match self.chunk_rows(&m).map_err(e)? {
                 Ok(rows) => rows
                     .into_iter()
                     .filter(|r| r.seq > after_seq && inside(r.time_ms))
-                    .for_each(|r| f(Ok(r))),
+                    .all(|r| f(Ok(r))),
                 Err(why) => f(Err((&m, why))),
+            };
+            if !go_on {
+                return Ok(());
             }
         }
         let Some((lo, hi)) = self.seq_range(instance, from, to).map_err(e)? else {
@@ -1018,8 +1036,134 @@ impl Store {
             .map_err(e)?;
         for r in rows {
             let r = r.map_err(e)?;
-            if inside(r.time_ms) {
-                f(Ok(r)); // else a clock step inside the instance
+            // (A time outside: a clock step inside the instance.)
+            if inside(r.time_ms) && !f(Ok(r)) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every stored sample and event of `[from, to]`, without holding them: host by host (of
+    /// `hosts`, or all), agent instance by instance, in seq order, samples decoded one at a
+    /// time out of their chunks (a damaged chunk is skipped with a warning; a sample that does
+    /// not decode is handed over as None). Stops when `f` returns false.
+    pub fn walk(
+        &self,
+        from: Option<u64>,
+        to: Option<u64>,
+        hosts: &[String],
+        f: &mut dyn FnMut(Walked<'_>) -> bool,
+    ) -> Result<(), StoreError> {
+        let e = |e| self.err(e);
+        let mut events = self
+            .conn
+            .prepare(
+                "SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE instance = ?1
+                 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
+            )
+            .map_err(e)?;
+        for (name, _address, _host, raw) in self.instances().map_err(e)? {
+            if !hosts.is_empty() && !hosts.contains(&name) {
+                continue;
+            }
+            let Some(mut hello) = decode_exact::<Hello>(&raw.hello) else {
+                log::warn!(
+                    "the stored Hello of {name} instance {:x} does not decode; its records are skipped",
+                    raw.instance_id
+                );
+                continue;
+            };
+            nasprobe_proto::sanitize::hello(&mut hello);
+            let mut evs = events
+                .query(params![
+                    raw.row,
+                    from.unwrap_or(0) as i64,
+                    to.map_or(i64::MAX, |t| t as i64)
+                ])
+                .map_err(e)?;
+            let mut next_event = || -> Result<Option<(u64, u64, Event)>, StoreError> {
+                while let Some(r) = evs.next().map_err(e)? {
+                    let (seq, time_ms, body): (i64, i64, Vec<u8>) = (
+                        r.get(0).map_err(e)?,
+                        r.get(1).map_err(e)?,
+                        r.get(2).map_err(e)?,
+                    );
+                    match decode_exact::<Event>(&body) {
+                        Some(mut ev) => {
+                            nasprobe_proto::sanitize::event(&mut ev);
+                            return Ok(Some((seq as u64, time_ms as u64, ev)));
+                        }
+                        None => {
+                            log::warn!("stored event seq {seq} of {name} does not decode; skipped")
+                        }
+                    }
+                }
+                Ok(None)
+            };
+            let mut pending = next_event()?;
+            let mut failed: Option<StoreError> = None;
+            let mut go_on = true;
+            self.each_sample_while(raw.row, from, to, 0, &mut |got| {
+                let r = match got {
+                    Ok(r) => r,
+                    Err((m, why)) => {
+                        log::warn!(
+                            "stored chunk seq {}..{} of {name} does not decode ({why}); skipped",
+                            m.first_seq,
+                            m.last_seq
+                        );
+                        return true;
+                    }
+                };
+                while let Some((seq, time_ms, ev)) = pending.take_if(|p| p.0 < r.seq) {
+                    go_on = f(Walked::Event {
+                        host: &name,
+                        instance: raw.row,
+                        seq,
+                        time_ms,
+                        event: &ev,
+                    });
+                    match next_event() {
+                        Ok(n) => pending = n,
+                        Err(x) => {
+                            failed = Some(x);
+                            return false;
+                        }
+                    }
+                    if !go_on {
+                        return false;
+                    }
+                }
+                let sample = decode_exact::<Sample>(&r.body).map(|mut s| {
+                    nasprobe_proto::sanitize::sample(&mut s);
+                    s
+                });
+                go_on = f(Walked::Sample {
+                    host: &name,
+                    instance: raw.row,
+                    hello: &hello,
+                    seq: r.seq,
+                    time_ms: r.time_ms,
+                    sample: sample.as_ref(),
+                });
+                go_on
+            })?;
+            if let Some(x) = failed {
+                return Err(x);
+            }
+            while go_on && let Some((seq, time_ms, ev)) = pending.take() {
+                go_on = f(Walked::Event {
+                    host: &name,
+                    instance: raw.row,
+                    seq,
+                    time_ms,
+                    event: &ev,
+                });
+                pending = next_event()?;
+            }
+            if !go_on {
+                break;
             }
         }
         Ok(())
@@ -2090,6 +2234,28 @@ fn corrupt_gap(host: &str, seq: u64, time_ms: u64, what: &str, samples: u64) -> 
         samples: Some(samples),
         reason: nasprobe_analysis::report::undecodable_reason(what, seq),
     }
+}
+
+/// One record of [`Store::walk`].
+pub enum Walked<'a> {
+    Sample {
+        host: &'a str,
+        /// The agent instance's row.
+        instance: i64,
+        /// Its instance's `Hello` (disk and NIC names).
+        hello: &'a Hello,
+        seq: u64,
+        time_ms: u64,
+        /// None: the stored body does not decode.
+        sample: Option<&'a Sample>,
+    },
+    Event {
+        host: &'a str,
+        instance: i64,
+        seq: u64,
+        time_ms: u64,
+        event: &'a Event,
+    },
 }
 
 /// What [`Store::each_sample`] hands over: a sample, or a damaged chunk with why.

@@ -127,6 +127,10 @@ fn influx_escape(out: &mut Vec<u8>, v: &str) {
 }
 
 impl<W: std::io::Write> Sink for Influx<W> {
+    fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     fn point(&mut self, m: &'static Metric, labels: &[(&'static str, &str)], value: f64, ts: u64) {
         if self.error.is_some() {
             return;
@@ -202,6 +206,10 @@ pub(crate) fn rfc3339_ms(ms: u64) -> String {
 }
 
 impl<W: std::io::Write> Sink for Csv<W> {
+    fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     fn point(&mut self, m: &'static Metric, labels: &[(&'static str, &str)], value: f64, ts: u64) {
         if self.error.is_some() {
             return;
@@ -244,6 +252,10 @@ fn json_str(out: &mut String, v: &str) {
 }
 
 impl<W: std::io::Write> Sink for JsonLines<W> {
+    fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     fn point(&mut self, m: &'static Metric, labels: &[(&'static str, &str)], value: f64, ts: u64) {
         if self.error.is_some() {
             return;

@@ -212,6 +212,11 @@ pub trait Sink {
         value: f64,
         ts_ms: u64,
     );
+
+    /// True once the sink cannot take more (its output failed): the caller may stop early.
+    fn failed(&self) -> bool {
+        false
+    }
 }
 
 /// Collects points (tests, the scrape endpoint).

@@ -20,6 +20,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use crate::context::Context;
+use crate::store::Walked;
 use metrics::{Sink, Stamper, emit_event, emit_sample};
 
 /// Output format of `nasprobe export`.
@@ -34,56 +35,68 @@ pub enum Format {
 }
 
 /// Writes every stored sample and event of the window (optionally only some hosts) to `sink`,
-/// per host in time order. Returns (samples, events).
+/// host by host and agent instance by instance in seq order, streaming: one sample decoded at
+/// a time (`Store::walk`). Stops early when the sink failed (a closed pipe). Returns
+/// (samples, events).
 pub(crate) fn write_points(
     store: &crate::store::Store,
     from_ms: Option<u64>,
     hosts: &[String],
     sink: &mut dyn Sink,
 ) -> anyhow::Result<(u64, u64)> {
-    let windows = store.load_window(from_ms, None)?;
+    let stored = store.summary(from_ms, None)?;
     for h in hosts {
         anyhow::ensure!(
-            windows.iter().any(|w| &w.name == h),
+            stored.iter().any(|w| &w.host == h),
             "no data for host {h:?} in the store {} (hosts: {})",
             store.path().display(),
-            windows
+            stored
                 .iter()
-                .map(|w| w.name.as_str())
+                .map(|w| w.host.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
     let (mut ns, mut ne) = (0, 0);
-    for w in windows
-        .iter()
-        .filter(|w| hosts.is_empty() || hosts.contains(&w.name))
-    {
-        // Timestamps as pushed to VictoriaMetrics: strictly increasing per instance.
-        let mut stamps = Stamper::default();
-        let mut events = w.events.iter().peekable();
-        for (hello, s, sample) in w.decoded() {
-            let sample = sample.ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{}: stored sample {} does not decode (corrupt row?)",
-                    w.name,
-                    s.seq
-                )
-            })?;
-            while let Some(e) = events.next_if(|e| e.time_ms <= s.time_ms) {
-                let ts = stamps.stamp((e.instance as i64, true), e.time_ms);
-                emit_event(sink, &w.name, &e.event, ts);
+    let mut corrupt: Option<String> = None;
+    // Timestamps as pushed to VictoriaMetrics: strictly increasing per instance.
+    let mut stamps = Stamper::default();
+    store.walk(from_ms, None, hosts, &mut |w| {
+        match w {
+            Walked::Sample {
+                host,
+                hello,
+                instance,
+                seq,
+                time_ms,
+                sample,
+            } => {
+                let Some(sample) = sample else {
+                    corrupt = Some(format!(
+                        "{host}: stored sample {seq} does not decode (corrupt row?)"
+                    ));
+                    return false;
+                };
+                let ts = stamps.stamp((instance, false), time_ms);
+                emit_sample(sink, host, hello, sample, ts);
+                ns += 1;
+            }
+            Walked::Event {
+                host,
+                instance,
+                time_ms,
+                event,
+                ..
+            } => {
+                let ts = stamps.stamp((instance, true), time_ms);
+                emit_event(sink, host, event, ts);
                 ne += 1;
             }
-            let ts = stamps.stamp((s.instance as i64, false), s.time_ms);
-            emit_sample(sink, &w.name, hello, &sample, ts);
-            ns += 1;
         }
-        for e in events {
-            let ts = stamps.stamp((e.instance as i64, true), e.time_ms);
-            emit_event(sink, &w.name, &e.event, ts);
-            ne += 1;
-        }
+        !sink.failed()
+    })?;
+    if let Some(why) = corrupt {
+        anyhow::bail!(why);
     }
     Ok((ns, ne))
 }
