@@ -274,3 +274,71 @@ fn clock_offsets_keep_the_most_precise_measurement() {
         Some(c(1490, 1))
     );
 }
+
+#[test]
+fn walk_streams_every_record_in_seq_order_and_stops_when_told() {
+    use nasprobe::store::Walked;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("walk.db")).unwrap();
+    // Two hosts; 40 minutes at 1 s: closed chunks and the open window's raw rows.
+    let t0 = nasprobe::conn::now_ms() - 3_000_000;
+    for (host, id) in [("a", 1u64), ("b", 2)] {
+        let r = s
+            .register(host, "x:1", &nas_hello(id, t0 - 1000, 1000))
+            .unwrap();
+        let items: Vec<Item> = (1..=2400)
+            .map(|i| {
+                if i % 10 == 0 {
+                    event_item(r.instance, i, t0 + i * 1000)
+                } else {
+                    sample_item(r.instance, i, t0 + i * 1000)
+                }
+            })
+            .collect();
+        for c in items.chunks(500) {
+            s.write_batch(c).unwrap();
+        }
+    }
+    let mut seen: Vec<(String, u64, bool)> = Vec::new();
+    s.walk(None, None, &[], &mut |w| {
+        match w {
+            Walked::Sample {
+                host, seq, sample, ..
+            } => {
+                assert_eq!(sample, Some(&nas_sample(seq)), "sample {seq} of {host}");
+                seen.push((host.to_string(), seq, false));
+            }
+            Walked::Event {
+                host, seq, event, ..
+            } => {
+                assert_eq!(event, &exit_event(seq as u32));
+                seen.push((host.to_string(), seq, true));
+            }
+        }
+        true
+    })
+    .unwrap();
+    let want: Vec<(String, u64, bool)> = ["a", "b"]
+        .iter()
+        .flat_map(|h| (1..=2400).map(move |i| (h.to_string(), i, i % 10 == 0)))
+        .collect();
+    assert_eq!(seen, want);
+    // One host only, a window, and an early stop.
+    let mut n = 0;
+    s.walk(
+        Some(t0 + 600_000),
+        Some(t0 + 700_000),
+        &["b".to_string()],
+        &mut |w| {
+            let (host, seq) = match w {
+                Walked::Sample { host, seq, .. } | Walked::Event { host, seq, .. } => (host, seq),
+            };
+            assert_eq!(host, "b");
+            assert!((600..=700).contains(&seq), "{seq}");
+            n += 1;
+            n < 50
+        },
+    )
+    .unwrap();
+    assert_eq!(n, 50, "stopped when told");
+}
