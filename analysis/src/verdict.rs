@@ -42,7 +42,7 @@ pub(crate) const TIE_MARGIN: f64 = 0.05;
 /// core is busy (the rest of the load is other work; more cores would not speed the thread).
 pub(crate) const LONE_THREAD_CORES: f64 = 1.5;
 /// Span of the peak window.
-pub(crate) const PEAK_SPAN_MS: f64 = 10_000.0;
+pub const PEAK_SPAN_MS: f64 = 10_000.0;
 
 pub const MB: f64 = 1_000_000.0;
 

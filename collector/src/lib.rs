@@ -22,6 +22,7 @@ pub mod live_verdict;
 pub mod local;
 pub mod model;
 pub mod output;
+pub(crate) mod peaks;
 pub mod record;
 pub mod report;
 pub(crate) mod rollup;

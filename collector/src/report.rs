@@ -77,10 +77,13 @@ pub fn load_between(
     );
     let mut analysis = analysis;
     if step.is_some() {
+        // Over rollups the peaks are the best 10 s of the busiest steps' raw samples.
+        crate::peaks::refine(store, &mut analysis)?;
         // Over rollups the analysis counted steps: `samples` stays the samples stored.
         let stored = store.summary(from, to)?;
         for h in &mut analysis.report.hosts {
-            if let Some(s) = stored.iter().find(|s| s.host == h.name) {
+            // (None stored where retention deleted them: then the steps read.)
+            if let Some(s) = stored.iter().find(|s| s.host == h.name && s.samples > 0) {
                 h.samples = s.samples as usize;
             }
         }
@@ -102,7 +105,12 @@ pub(crate) fn resolution(
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => 0,
     };
-    Ok(rollup::step_for_span(span))
+    let raw_samples: u64 = sum.iter().map(|h| h.samples).sum();
+    Ok(match rollup::step_for_span(span) {
+        // Retention deleted every raw sample of a short window: its minutes are what is left.
+        None if raw_samples == 0 && first.is_some() => Some(rollup::MINUTE_MS),
+        step => step,
+    })
 }
 
 /// What the report says about its resolution when it read rollups.
@@ -113,7 +121,7 @@ fn resolution_note(step_ms: u64) -> String {
         rollup::LONG_WINDOW_MS
     };
     format!(
-        "figures from {} rollups (the window spans more than {}): means as over raw samples, peaks per step",
+        "figures from {} rollups (the window spans more than {}): means as over raw samples, peaks per step; the NIC and flow peaks are the best 10 s of the raw samples of each host's busiest steps where those are still stored",
         rollup::tier_name(step_ms),
         if over % (24 * rollup::HOUR_MS) == 0 {
             format!("{} days", over / (24 * rollup::HOUR_MS))

@@ -1497,9 +1497,21 @@ impl Store {
                     .map_err(e)?;
                 add(n as u64, first as u64, last as u64);
             }
-            if let Some((n, first, last)) = acc {
+            // Where retention deleted the raw samples, the rollups still say what is stored.
+            let mut span = acc.map(|(_, first, last)| (first, last));
+            if self.tiers {
+                for step in rollup::TIERS {
+                    for m in tiers::metas(&self.conn, raw.row, step, from_ms, to_ms).map_err(e)? {
+                        let first = m.first_ms.max(from_ms.unwrap_or(0));
+                        let last = m.last_ms.min(to_ms.unwrap_or(u64::MAX));
+                        let (a, b) = span.get_or_insert((first, last));
+                        (*a, *b) = ((*a).min(first), (*b).max(last));
+                    }
+                }
+            }
+            if let Some((first, last)) = span {
                 s.instances += 1;
-                s.samples += n;
+                s.samples += acc.map_or(0, |a| a.0);
                 s.first_ms = Some(s.first_ms.map_or(first, |f| f.min(first)));
                 s.last_ms = Some(s.last_ms.map_or(last, |l| l.max(last)));
             }

@@ -245,3 +245,76 @@ fn a_damaged_rollup_row_is_a_named_gap_and_check_names_it() {
         "{c:?}"
     );
 }
+
+#[test]
+fn a_long_report_takes_its_peaks_from_the_raw_samples_of_the_busiest_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = start() - 3 * HOUR;
+    let n: u64 = 7 * 3600; // over 6 h: the report reads the minute tier
+    let burst = 4 * 3600 + 20..4 * 3600 + 30; // 10 s at 60 MB/s inside one minute
+    let mut s = Store::open(&dir.path().join("p.db")).unwrap();
+    let reg = s
+        .register("nas", "a:1", &nas_hello(4, t0 - 1000, 1000))
+        .unwrap();
+    let items: Vec<Item> = (1..=n)
+        .map(|seq| {
+            let mut smp = sample(seq);
+            smp.nics[0].rx_bytes = if burst.contains(&seq) {
+                60_000_000
+            } else {
+                2_000_000
+            };
+            Item::Sample {
+                instance: reg.instance,
+                seq,
+                time_ms: t0 + seq * 1000,
+                body: postcard::to_allocvec(&smp).unwrap(),
+            }
+        })
+        .collect();
+    for b in items.chunks(1000) {
+        s.write_batch(b).unwrap();
+    }
+    // The reference: the analysis over every raw sample.
+    let raw = nasprobe_analysis::build(
+        &s.load_window(None, None).unwrap(),
+        &nasprobe_analysis::Options::default(),
+    );
+    let want = raw.hosts[0].nics[0].rx_peak_mb_s;
+    assert!(want > 40.0, "{want}");
+    let (_, a) = nasprobe::report::load_between(&s, None, None, None).unwrap();
+    let eth0 = a.report.hosts[0]
+        .nics
+        .iter()
+        .find(|x| x.name == "eth0")
+        .unwrap();
+    assert!(
+        (eth0.rx_peak_mb_s - want).abs() <= want * 0.02,
+        "the best 10 s is the burst's {want} MB/s over raw samples, not a step's mean: {}",
+        eth0.rx_peak_mb_s
+    );
+    assert!(
+        eth0.rx_mb_s < 3.0,
+        "the mean stays the window's: {}",
+        eth0.rx_mb_s
+    );
+    // Raw samples gone (retention): the peak is the busiest step's mean, no more.
+    let cut = t0 + n * 1000 + 1000;
+    s.apply_retention(RetentionCutoffs {
+        raw_ms: cut,
+        minute_ms: t0,
+        hour_ms: t0,
+    })
+    .unwrap();
+    let (_, a) = nasprobe::report::load_between(&s, None, None, None).unwrap();
+    let eth0 = a.report.hosts[0]
+        .nics
+        .iter()
+        .find(|x| x.name == "eth0")
+        .unwrap();
+    assert!(
+        eth0.rx_peak_mb_s < 15.0 && eth0.rx_peak_mb_s > 2.0,
+        "{}",
+        eth0.rx_peak_mb_s
+    );
+}
