@@ -534,7 +534,13 @@ impl Store {
             tx.execute_batch(MIGRATIONS[(v - 1) as usize])
                 .and_then(|_| match v {
                     CHUNKS_SINCE => fold_all(&tx),
-                    TIERS_SINCE => tiers::build_all(&tx),
+                    TIERS_SINCE => {
+                        log::info!(
+                            "database {}: building its rollup tiers from its chunks (once; a month of ten hosts takes minutes)",
+                            self.path.display()
+                        );
+                        tiers::build_all(&tx)
+                    }
                     _ => Ok(()),
                 })
                 .and_then(|_| {
