@@ -36,7 +36,8 @@ pub enum Format {
 
 /// Writes every stored sample and event of the window (optionally only some hosts) to `sink`,
 /// host by host and agent instance by instance in seq order, streaming: one sample decoded at
-/// a time (`Store::walk`). Stops early when the sink failed (a closed pipe). Returns
+/// a time (`Store::walk`); a stored sample that does not decode is skipped with a warning
+/// naming it. Stops early when the sink failed (a closed pipe). Returns
 /// (samples, events).
 pub(crate) fn write_points(
     store: &crate::store::Store,
@@ -58,7 +59,7 @@ pub(crate) fn write_points(
         );
     }
     let (mut ns, mut ne) = (0, 0);
-    let mut corrupt: Option<String> = None;
+    let mut skipped = 0u64;
     // Timestamps as pushed to VictoriaMetrics: strictly increasing per instance.
     let mut stamps = Stamper::default();
     store.walk(from_ms, None, hosts, &mut |w| {
@@ -72,10 +73,12 @@ pub(crate) fn write_points(
                 sample,
             } => {
                 let Some(sample) = sample else {
-                    corrupt = Some(format!(
-                        "{host}: stored sample {seq} does not decode (corrupt row?)"
-                    ));
-                    return false;
+                    // Skipped and named, as `report` lists it among its gaps.
+                    log::warn!(
+                        "{host}: stored sample {seq} does not decode (corrupt row?); skipped"
+                    );
+                    skipped += 1;
+                    return !sink.failed();
                 };
                 let ts = stamps.stamp((instance, false), time_ms);
                 emit_sample(sink, host, hello, sample, ts);
@@ -95,8 +98,8 @@ pub(crate) fn write_points(
         }
         !sink.failed()
     })?;
-    if let Some(why) = corrupt {
-        anyhow::bail!(why);
+    if skipped > 0 {
+        log::warn!("{skipped} stored samples did not decode and were not exported");
     }
     Ok((ns, ne))
 }
