@@ -28,15 +28,15 @@ pub fn addr_text(a: &SockAddr) -> String {
 }
 
 /// The connections of `pid` on host `h` in `[from, to]`, each with the time it was seen.
-fn conns_of(h: &HostData, pid: u32, from: u64, to: u64) -> Vec<(u64, &TcpConn)> {
+fn conns_of(h: &HostData, pid: u32, from: u64, to: u64) -> Vec<(u64, TcpConn)> {
     let mut out = Vec::new();
-    for e in &h.events {
-        if e.time_ms < from || e.time_ms > to {
+    for e in h.events_between(from, to) {
+        if !e.is_measurement() {
             continue;
         }
-        if let Event::Connections(c) = &e.event {
-            for p in c.procs.iter().filter(|p| p.pid == pid) {
-                out.extend(p.conns.iter().map(|c| (e.time_ms, c)));
+        if let Event::Connections(c) = e.event() {
+            for p in c.procs.into_iter().filter(|p| p.pid == pid) {
+                out.extend(p.conns.into_iter().map(|c| (e.time_ms, c)));
             }
         }
     }
@@ -132,12 +132,11 @@ pub fn peer_end(hosts: &[HostData], at: usize, pid: u32, t: u64) -> Option<PeerE
         if k == at {
             continue;
         }
-        for e in o
-            .events
-            .iter()
-            .filter(|e| e.time_ms >= lo && e.time_ms <= hi)
-        {
-            let Event::Connections(c) = &e.event else {
+        for e in o.events_between(lo, hi) {
+            if !e.is_measurement() {
+                continue;
+            }
+            let Event::Connections(c) = e.event() else {
                 continue;
             };
             for p in &c.procs {
@@ -149,18 +148,18 @@ pub fn peer_end(hosts: &[HostData], at: usize, pid: u32, t: u64) -> Option<PeerE
                     continue;
                 }
                 // Its end, if it ended near ours.
-                let end = o.events.iter().find_map(|x| match x.event.as_exit() {
-                    Some((ex, st))
-                        if ex.process.pid == p.pid && x.time_ms >= lo && x.time_ms <= hi =>
-                    {
-                        Some((
+                let end = o
+                    .events_between(lo, hi)
+                    .iter()
+                    .filter(|x| !x.is_measurement())
+                    .find_map(|x| match x.event().as_exit() {
+                        Some((ex, st)) if ex.process.pid == p.pid => Some((
                             crate::exits::exit_time(x.time_ms, st),
                             st.copied(),
                             ex.lifetime_ms,
-                        ))
-                    }
-                    _ => None,
-                });
+                        )),
+                        _ => None,
+                    });
                 if let Some((ended_ms, status, lifetime_ms)) = end {
                     // Its clock to ours: t_ours = t_theirs - their offset + our offset.
                     let clocks = hosts[at].clock().zip(o.clock());
@@ -239,20 +238,15 @@ mod tests {
                 more: 0,
             })
             .unwrap();
-        TimedEvent {
-            time_ms: t,
-            instance: 0,
-            seq: t,
-            event: Event::Connections(Connections { procs }),
-        }
+        TimedEvent::new(t, 0, t, &Event::Connections(Connections { procs }))
     }
 
     fn end_ev(t: u64, pid: u32, comm: &str, code: Option<u8>, signal: Option<u8>) -> TimedEvent {
-        TimedEvent {
-            time_ms: t,
-            instance: 0,
-            seq: t,
-            event: Event::ProcessEnd(ProcessEnd {
+        TimedEvent::new(
+            t,
+            0,
+            t,
+            &Event::ProcessEnd(ProcessEnd {
                 exit: ProcessExit {
                     process: ProcessInfo {
                         pid,
@@ -273,7 +267,7 @@ mod tests {
                     before_ms: 0,
                 },
             }),
-        }
+        )
     }
 
     #[test]

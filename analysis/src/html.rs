@@ -416,11 +416,12 @@ fn events_table(o: &mut String, hosts: &[HostData]) {
     let mut rows: Vec<(u64, &str, &'static str, String)> = Vec::new();
     for h in hosts {
         for e in &h.events {
+            let ev = e.event();
             rows.push((
                 e.time_ms,
                 h.name.as_str(),
-                charts::event_class(&e.event),
-                charts::describe(e.time_ms, &e.event, charts::event_cpu_s(h, e)),
+                charts::event_class(&ev),
+                charts::describe(e.time_ms, &ev, charts::event_cpu_s(h, e.instance, &ev)),
             ));
         }
     }

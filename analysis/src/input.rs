@@ -74,12 +74,87 @@ impl TimedSample {
     }
 }
 
-#[derive(Debug, Clone)]
+/// One stored event, kept encoded: a decoded `Event` is ~9 KB (the `Connections` and
+/// `OpenFiles` variants are fixed-capacity lists), its postcard body a few dozen bytes, so a
+/// month of events stays small and each is decoded where it is read ([`TimedEvent::event`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimedEvent {
+    /// Agent wall clock, ms since the Unix epoch.
     pub time_ms: u64,
+    /// Index into `HostData::instances`.
     pub instance: usize,
     pub seq: u64,
-    pub event: Event,
+    /// A per-sample measurement (`Event::is_measurement`), known without decoding.
+    measurement: bool,
+    /// The postcard encoding of the `Event`, checked to decode exactly by both constructors.
+    body: Box<[u8]>,
+}
+
+impl TimedEvent {
+    /// Encodes `event` (tests and tools that build events in memory).
+    pub fn new(time_ms: u64, instance: usize, seq: u64, event: &Event) -> TimedEvent {
+        TimedEvent {
+            time_ms,
+            instance,
+            seq,
+            measurement: event.is_measurement(),
+            body: postcard::to_allocvec(event)
+                .unwrap_or_default()
+                .into_boxed_slice(),
+        }
+    }
+
+    /// A stored body as it is; None when it is not exactly one valid event (bytes left over
+    /// count as corrupt), so that [`TimedEvent::event`] always decodes.
+    pub fn from_body(time_ms: u64, instance: usize, seq: u64, body: Vec<u8>) -> Option<TimedEvent> {
+        let event = decode_exact(&body)?;
+        Some(TimedEvent {
+            time_ms,
+            instance,
+            seq,
+            measurement: event.is_measurement(),
+            body: body.into_boxed_slice(),
+        })
+    }
+
+    /// The decoded event, its strings made safe to show (`proto::sanitize`: a row stored by an
+    /// older collector may hold terminal escapes).
+    pub fn event(&self) -> Event {
+        let mut e = decode_exact(&self.body).unwrap_or_else(undecodable);
+        nasprobe_proto::sanitize::event(&mut e);
+        e
+    }
+
+    /// A per-sample measurement (TCP connections, open files), not an event of the report.
+    pub fn is_measurement(&self) -> bool {
+        self.measurement
+    }
+
+    /// The postcard encoding, as the agent sent it.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+}
+
+fn decode_exact(body: &[u8]) -> Option<Event> {
+    match postcard::take_from_bytes::<Event>(body) {
+        Ok((e, [])) => Some(e),
+        _ => None,
+    }
+}
+
+/// What [`TimedEvent::event`] gives for a body that does not decode, which both constructors
+/// rule out (a failed encoding in [`TimedEvent::new`] is the only way): said, not hidden.
+#[cold]
+fn undecodable() -> Event {
+    Event::KernelMessage(nasprobe_proto::KernelMessage {
+        level: 3,
+        pid: None,
+        nic: None,
+        text: nasprobe_proto::Cmdline::try_from("nasprobe: an event that does not decode")
+            .unwrap_or_default(),
+        suppressed: 0,
+    })
 }
 
 /// A range of records known to be missing.
@@ -115,6 +190,14 @@ impl HostData {
             let inst = self.instances.get(s.instance)?;
             Some((&inst.hello, s, s.decode()))
         })
+    }
+
+    /// The events in `[from, to]` (ms), found by bisection: `events` are in time order (the
+    /// analysis sorts a copy of a host whose events are not, see `report::analyze`).
+    pub fn events_between(&self, from: u64, to: u64) -> &[TimedEvent] {
+        let a = self.events.partition_point(|e| e.time_ms < from);
+        let b = self.events.partition_point(|e| e.time_ms <= to);
+        self.events.get(a..b.max(a)).unwrap_or_default()
     }
 
     /// CPU seconds of `ticks` counted by instance `instance`, at the clock rate its `Hello`

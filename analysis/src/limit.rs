@@ -105,18 +105,17 @@ pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat>
     for h in hosts {
         // (pid, local address and port, remote address and port) → comm, times seen.
         type Key = (u32, Vec<u8>, u16, Vec<u8>, u16);
-        type Seen<'a> = (String, Vec<(u64, &'a TcpConn)>);
+        type Seen = (String, Vec<(u64, TcpConn)>);
         let mut seen: BTreeMap<Key, Seen> = BTreeMap::new();
-        for e in h
-            .events
-            .iter()
-            .filter(|e| e.time_ms >= range.0 && e.time_ms <= range.1)
-        {
-            let Event::Connections(c) = &e.event else {
+        for e in h.events_between(range.0, range.1) {
+            if !e.is_measurement() {
+                continue;
+            }
+            let Event::Connections(c) = e.event() else {
                 continue;
             };
-            for p in &c.procs {
-                for c in &p.conns {
+            for p in c.procs {
+                for c in p.conns {
                     let k = (
                         p.pid,
                         c.local.addr.to_vec(),
@@ -132,9 +131,10 @@ pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat>
             }
         }
         for ((pid, ..), (comm, v)) in seen {
-            let (Some(&(t0, a)), Some(&(t1, b))) = (v.first(), v.last()) else {
+            let (Some((t0, a)), Some((t1, b))) = (v.first(), v.last()) else {
                 continue;
             };
+            let (t0, t1) = (*t0, *t1);
             let d = |f: fn(&nasprobe_proto::TcpConnInfo) -> Option<u64>| {
                 let (x, y) = (f(a.info.as_ref()?)?, f(b.info.as_ref()?)?);
                 Some(y.saturating_sub(x))
@@ -642,12 +642,12 @@ mod tests {
                 more: 0,
             })
             .unwrap();
-        crate::input::TimedEvent {
-            time_ms: t,
-            instance: 0,
-            seq: t,
-            event: Event::Connections(nasprobe_proto::Connections { procs }),
-        }
+        crate::input::TimedEvent::new(
+            t,
+            0,
+            t,
+            &Event::Connections(nasprobe_proto::Connections { procs }),
+        )
     }
 
     fn tcp(acked: u64, busy_us: u64, rwnd_us: u64, total_retrans: u32, send_queue: u32) -> TcpConn {

@@ -37,6 +37,47 @@ pub struct Report {
     pub transfers: Vec<crate::transfers::Transfer>,
     /// Periods where a transfer's own progress fell under 5 MB/s, with the file it was on.
     pub stalls: Vec<crate::transfers::Stall>,
+    /// Over a long window (`Options::step_ms` set): the events summarised, one entry per host,
+    /// kind, process or device and, for exits, how they ended; `events` then lists only the
+    /// first and last [`GROUP_KEEP_ENDS`] of each group. Empty over a short window, where
+    /// `events` lists every event.
+    pub event_groups: Vec<EventGroup>,
+}
+
+/// Over a long window, each event group keeps this many of its first and of its last events
+/// in `events[]`: a group of up to twice as many (a rare OOM kill, a link change, an agent
+/// restart) is listed in full, and a crash loop of thousands of exits shows how it began and
+/// how it ended next to its one summary line, which keeps a week's report small.
+pub const GROUP_KEEP_ENDS: usize = 3;
+
+/// Events of one host alike (same kind, process or device and, for exits, the same end),
+/// summarised over a long window.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventGroup {
+    pub host: String,
+    pub kind: &'static str,
+    pub process: Option<String>,
+    pub device: Option<String>,
+    /// `process_exit`: how they ended ("died by SIGKILL", "killed by the OOM killer",
+    /// "exited with status 1", "ended (status unknown: seen by a /proc scan)").
+    pub ended: Option<String>,
+    /// `process_exit`: the cause of the end (`oom`, `killed`, `crashed`, `error_exit`,
+    /// `clean` or `unknown`, as in `patterns[].cause`).
+    pub cause: Option<&'static str>,
+    pub exit_code: Option<u8>,
+    pub signal: Option<String>,
+    pub oom_killed: Option<bool>,
+    pub count: usize,
+    /// Times of the first and the last event (RFC 3339, like `events[].at`).
+    pub first: String,
+    pub last: String,
+    /// How many of them `events[]` lists one by one (the first and last few).
+    pub listed: usize,
+    /// Process events: the median lifetime and the CPU seconds of all of them together.
+    pub median_lifetime_s: Option<f64>,
+    pub cpu_s: Option<f64>,
+    /// One line: "nas1: 10000 × btrfs exited with status 1 (median lifetime 6 s) from .. to ..".
+    pub summary: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -216,7 +257,17 @@ pub struct Pattern {
     pub cause: &'static str,
     /// Sentences with the counts and times behind `cause`.
     pub cause_evidence: Vec<String>,
+    /// Each death with its context; over a long window only the first and last
+    /// [`GROUP_KEEP_ENDS`] (`deaths_total` counts them all, the other fields are of all).
     pub deaths: Vec<DeathContext>,
+    pub deaths_total: usize,
+}
+
+/// Keeps the first and the last [`GROUP_KEEP_ENDS`] of `v`.
+fn keep_ends<T>(v: &mut Vec<T>) {
+    if v.len() > 2 * GROUP_KEEP_ENDS {
+        v.drain(GROUP_KEEP_ENDS..v.len() - GROUP_KEEP_ENDS);
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -271,6 +322,25 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
 
 /// Builds the series, the flow, the verdict and the report of `hosts` over the window.
 pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
+    // Events in time order (`HostData::events_between` bisects): a copy of the hosts whose
+    // events are not (a store read instance by instance, a hand-built input).
+    let sorted: Vec<HostData>;
+    let hosts = if hosts
+        .iter()
+        .all(|h| h.events.is_sorted_by_key(|e| e.time_ms))
+    {
+        hosts
+    } else {
+        sorted = hosts
+            .iter()
+            .map(|h| {
+                let mut h = h.clone();
+                h.events.sort_by_key(|e| e.time_ms);
+                h
+            })
+            .collect();
+        &sorted
+    };
     // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
     // one gives the sample counts and each death's context.
     let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
@@ -329,22 +399,13 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
     let from = opts.from_ms.unwrap_or(if lo == u64::MAX { 0 } else { lo });
     let to = opts.to_ms.unwrap_or(hi.max(from));
 
-    // In time order to the millisecond (`at` shows whole seconds), hosts in their order on ties.
-    let mut timed = Vec::new();
-    for h in hosts {
-        // Per-sample TCP connections are measurements, not events.
-        for e in h.events.iter().filter(|e| !e.event.is_measurement()) {
-            let cpu_s = |ticks| h.ticks_s(e.instance, ticks);
-            timed.push((e.time_ms, event_out(&h.name, e.time_ms, &e.event, cpu_s)));
-        }
-    }
-    timed.sort_by_key(|e| e.0);
-    let events: Vec<EventOut> = timed.into_iter().map(|e| e.1).collect();
+    let long = opts.step_ms.is_some();
+    let (events, event_groups) = events_and_groups(hosts, long);
     let patterns = hosts
         .iter()
         .zip(&raw)
         .enumerate()
-        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s))
+        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s, long))
         .collect();
     let gaps = hosts
         .iter()
@@ -387,6 +448,7 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         progress,
         transfers,
         stalls,
+        event_groups,
     };
     Analysis {
         raw,
@@ -394,6 +456,150 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         active: active_range,
         candidates: per_host,
         report,
+    }
+}
+
+/// `events[]` in time order to the millisecond (`at` shows whole seconds), hosts in their order
+/// on ties; over a long window only the first and last [`GROUP_KEEP_ENDS`] of each group, with
+/// the groups. Per-sample measurements (TCP connections, open files) are not events.
+fn events_and_groups(hosts: &[HostData], long: bool) -> (Vec<EventOut>, Vec<EventGroup>) {
+    let out = |h: &HostData, e: &crate::input::TimedEvent, ev: &Event| {
+        event_out(&h.name, e.time_ms, ev, |ticks| h.ticks_s(e.instance, ticks))
+    };
+    let mut timed: Vec<(u64, EventOut)> = Vec::new();
+    let mut groups = Vec::new();
+    for h in hosts {
+        let events = h.events.iter().filter(|e| !e.is_measurement());
+        if !long {
+            timed.extend(events.map(|e| (e.time_ms, out(h, e, &e.event()))));
+            continue;
+        }
+        let mut acc: BTreeMap<GroupKey, GroupAcc> = BTreeMap::new();
+        for (i, e) in events.enumerate() {
+            let ev = e.event();
+            let g = acc.entry(group_key(&ev)).or_insert_with(|| GroupAcc {
+                order: i,
+                first_ms: e.time_ms,
+                cause: ev
+                    .as_exit()
+                    .map(|(_, st)| crate::exits::cause_of(st).name()),
+                ..GroupAcc::default()
+            });
+            g.count += 1;
+            g.last_ms = e.time_ms;
+            if g.head.len() < GROUP_KEEP_ENDS {
+                g.head.push((e.time_ms, out(h, e, &ev)));
+            } else {
+                g.tail.push_back(e);
+                if g.tail.len() > GROUP_KEEP_ENDS {
+                    g.tail.pop_front();
+                }
+            }
+            if let Some((x, _)) = ev.as_exit() {
+                g.lifetimes_s.push(x.lifetime_ms as f64 / 1000.0);
+                g.cpu_s += h.ticks_s(e.instance, x.cpu_ticks);
+            }
+        }
+        let mut acc: Vec<(GroupKey, GroupAcc)> = acc.into_iter().collect();
+        acc.sort_by_key(|(_, g)| g.order);
+        for (key, g) in acc {
+            groups.push(group_out(&h.name, key, &g));
+            timed.extend(g.tail.iter().map(|e| (e.time_ms, out(h, e, &e.event()))));
+            timed.extend(g.head);
+        }
+    }
+    // Stable: a host's events keep their order on ties, hosts theirs.
+    timed.sort_by_key(|e| e.0);
+    (timed.into_iter().map(|e| e.1).collect(), groups)
+}
+
+/// What makes events one group: kind, process, device and, for exits, how they ended.
+type GroupKey = (&'static str, Option<String>, Option<String>, Option<String>);
+
+fn group_key(e: &Event) -> GroupKey {
+    let (process, device, ended) = match e {
+        Event::ProcessStart(p) => (Some(p.comm.to_string()), None, None),
+        Event::ProcessExit(_) | Event::ProcessEnd(_) => {
+            let (x, st) = e.as_exit().unzip();
+            (
+                x.map(|x| x.process.comm.to_string()),
+                None,
+                st.map(crate::exits::how_it_ended),
+            )
+        }
+        Event::LinkChange(l) => (None, Some(l.nic.to_string()), None),
+        Event::KernelMessage(m) => (None, m.nic.as_deref().map(str::to_string), None),
+        Event::DeviceAdded(
+            nasprobe_proto::DeviceAdded::Disk(n) | nasprobe_proto::DeviceAdded::Nic(n),
+        ) => (None, Some(n.to_string()), None),
+        Event::AgentStart(_)
+        | Event::ExitWatch(_)
+        | Event::Connections(_)
+        | Event::OpenFiles(_) => (None, None, None),
+    };
+    (e.kind(), process, device, ended)
+}
+
+/// A group as it is gathered: the first and last few of its events, its figures.
+#[derive(Default)]
+struct GroupAcc<'a> {
+    /// Position of its first event among the host's: groups are listed in that order.
+    order: usize,
+    /// Exits: their cause (`Cause::name`).
+    cause: Option<&'static str>,
+    first_ms: u64,
+    last_ms: u64,
+    count: usize,
+    head: Vec<(u64, EventOut)>,
+    tail: std::collections::VecDeque<&'a crate::input::TimedEvent>,
+    lifetimes_s: Vec<f64>,
+    cpu_s: f64,
+}
+
+fn group_out(host: &str, key: GroupKey, g: &GroupAcc) -> EventGroup {
+    let (kind, process, device, ended) = key;
+    // The end's figures as its first event reports them (one `ended` text, one end).
+    let first = g.head.first().map(|(_, e)| e);
+    let is_exit = g.cause.is_some();
+    let median_lifetime_s = median(&g.lifetimes_s).map(round2);
+    let cpu_s = is_exit.then(|| round2(g.cpu_s));
+    let what = [process.as_deref(), device.as_deref(), ended.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let summary = format!(
+        "{host}: {} × {kind}{}{}, {} .. {}{}",
+        g.count,
+        if what.is_empty() { "" } else { " " },
+        what,
+        rfc3339(g.first_ms),
+        rfc3339(g.last_ms),
+        median_lifetime_s
+            .map(|l| format!(
+                " (median lifetime {}, {} of CPU in all)",
+                crate::time::dur(l),
+                crate::time::dur(g.cpu_s)
+            ))
+            .unwrap_or_default()
+    );
+    EventGroup {
+        host: host.to_string(),
+        kind,
+        cause: g.cause,
+        exit_code: first.and_then(|e| e.exit_code),
+        signal: first.and_then(|e| e.signal.clone()),
+        oom_killed: first.and_then(|e| e.oom_killed),
+        process,
+        device,
+        ended,
+        count: g.count,
+        first: rfc3339(g.first_ms),
+        last: rfc3339(g.last_ms),
+        listed: g.head.len() + g.tail.len(),
+        median_lifetime_s,
+        cpu_s,
+        summary,
     }
 }
 
@@ -677,27 +883,35 @@ fn restart_key(comm: &str, cmdline: &str) -> (String, String) {
 /// be up before the old one is reaped; both land in the same scan).
 const RESTART_EARLY_MS: u64 = 2_000;
 
-fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Pattern> {
+/// One death of a restarting command, as much of its exit as the pattern needs.
+struct Exit {
+    pid: u32,
+    lifetime_ms: u64,
+    comm: String,
+    cmdline: String,
+}
+
+fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries, long: bool) -> Vec<Pattern> {
     let h = &hosts[at];
-    type Deaths<'a> = Vec<(
-        u64,
-        &'a nasprobe_proto::ProcessExit,
-        Option<&'a nasprobe_proto::ExitStatus>,
-    )>;
+    type Deaths = Vec<(u64, Exit, Option<nasprobe_proto::ExitStatus>)>;
     let mut groups: BTreeMap<(String, String), Deaths> = BTreeMap::new();
     let mut starts: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
-    for e in &h.events {
-        if let Some((x, st)) = e.event.as_exit() {
+    for e in h.events.iter().filter(|e| !e.is_measurement()) {
+        let ev = e.event();
+        if let Some((x, st)) = ev.as_exit() {
+            let exit = Exit {
+                pid: x.process.pid,
+                lifetime_ms: x.lifetime_ms,
+                comm: x.process.comm.to_string(),
+                cmdline: x.process.cmdline.to_string(),
+            };
             groups
-                .entry(restart_key(
-                    x.process.comm.as_str(),
-                    x.process.cmdline.as_str(),
-                ))
+                .entry(restart_key(&exit.comm, &exit.cmdline))
                 .or_default()
-                .push((crate::exits::exit_time(e.time_ms, st), x, st));
+                .push((crate::exits::exit_time(e.time_ms, st), exit, st.copied()));
             continue;
         }
-        if let Event::ProcessStart(p) = &e.event {
+        if let Event::ProcessStart(p) = &ev {
             starts
                 .entry(restart_key(p.comm.as_str(), p.cmdline.as_str()))
                 .or_default()
@@ -708,7 +922,7 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Patter
     for (key, deaths) in groups {
         let comm = key.0.clone();
         // The command as last seen, its changing numbers as `N`.
-        let shape = command_shape(deaths.last().map_or("", |d| d.1.process.cmdline.as_str()));
+        let shape = command_shape(deaths.last().map_or("", |d| d.1.cmdline.as_str()));
         // A restart: a death followed by a start of the same command before the next death.
         let st = starts.get(&key).map(Vec::as_slice).unwrap_or_default();
         let restarts = deaths
@@ -730,7 +944,7 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Patter
         let every_s = median(&gaps).map(round2);
         let distinct_args = deaths
             .iter()
-            .map(|d| d.1.process.cmdline.as_str())
+            .map(|d| d.1.cmdline.as_str())
             .collect::<std::collections::BTreeSet<_>>()
             .len();
         let new_args = distinct_args > 1;
@@ -739,12 +953,12 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Patter
             .map(|(t, x, st)| crate::exits::Death {
                 time_ms: *t,
                 lifetime_ms: x.lifetime_ms,
-                status: *st,
-                network: crate::conns::trouble_before(h, x.process.pid, *t),
-                peer: crate::conns::peer_end(hosts, at, x.process.pid, *t),
+                status: st.as_ref(),
+                network: crate::conns::trouble_before(h, x.pid, *t),
+                peer: crate::conns::peer_end(hosts, at, x.pid, *t),
             })
             .collect();
-        let ctx: Vec<DeathContext> = deaths
+        let mut ctx: Vec<DeathContext> = deaths
             .iter()
             .zip(&ends)
             .map(|((t, x, _), d)| death_context(h, s, *t, x, d))
@@ -762,7 +976,7 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Patter
         let earlier: Vec<(u64, u64)> = deaths
             .iter()
             .map(|(t, x, _)| {
-                let ctx_from = t.saturating_sub(death_span_ms(x));
+                let ctx_from = t.saturating_sub(death_span_ms(x.lifetime_ms));
                 (t.saturating_sub(x.lifetime_ms), ctx_from)
             })
             .collect();
@@ -787,6 +1001,10 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Patter
             },
             before_deaths.join("; ")
         );
+        let deaths_total = ctx.len();
+        if long {
+            keep_ends(&mut ctx);
+        }
         out.push(Pattern {
             host: h.name.clone(),
             process: comm,
@@ -799,6 +1017,7 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries) -> Vec<Patter
             cause: cause.name(),
             cause_evidence,
             deaths: ctx,
+            deaths_total,
         });
     }
     out
@@ -913,8 +1132,8 @@ fn before_deaths(
 
 /// The span of a death's context, ms: the minute before it, or the second half of the
 /// process's life when that is shorter (the first half then gives the usual rates), at least 2 s.
-fn death_span_ms(x: &nasprobe_proto::ProcessExit) -> u64 {
-    (x.lifetime_ms / 2).clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS)
+fn death_span_ms(lifetime_ms: u64) -> u64 {
+    (lifetime_ms / 2).clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS)
 }
 
 /// Bounds of a death's context.
@@ -925,14 +1144,20 @@ fn death_context(
     h: &HostData,
     s: &HostSeries,
     t: u64,
-    x: &nasprobe_proto::ProcessExit,
+    x: &Exit,
     d: &crate::exits::Death,
 ) -> DeathContext {
-    let span = death_span_ms(x);
+    let span = death_span_ms(x.lifetime_ms);
     let from = t.saturating_sub(span);
-    let idx: Vec<usize> = (0..s.points.len())
-        .filter(|&i| s.points[i].time_ms >= from && s.points[i].time_ms <= t)
-        .collect();
+    let inside = |i: &usize| s.points[*i].time_ms >= from && s.points[*i].time_ms <= t;
+    // Points in time order (as samples are stored): bisect, else look at each.
+    let idx: Vec<usize> = if s.points.is_sorted_by_key(|p| p.time_ms) {
+        let a = s.points.partition_point(|p| p.time_ms < from);
+        let b = s.points.partition_point(|p| p.time_ms <= t);
+        (a..b.max(a)).collect()
+    } else {
+        (0..s.points.len()).filter(inside).collect()
+    };
     let sum = |v: &[f64]| -> f64 { pick(v, &idx).iter().filter(|x| x.is_finite()).sum() };
     let secs: Vec<f64> = idx
         .iter()
@@ -946,10 +1171,12 @@ fn death_context(
     };
     let nic_errors: f64 = s.nics.values().map(|n| rate_sum(&n.errors_ps)).sum();
     let nic_drops: f64 = s.nics.values().map(|n| rate_sum(&n.drops_ps)).sum();
-    let link_down = h.events.iter().any(|e| {
-        e.time_ms >= from && e.time_ms <= t && matches!(&e.event, Event::LinkChange(l) if !l.up)
-    });
-    let comm = x.process.comm.as_str();
+    let link_down = h
+        .events_between(from, t)
+        .iter()
+        .filter(|e| !e.is_measurement())
+        .any(|e| matches!(e.event(), Event::LinkChange(l) if !l.up));
+    let comm = x.comm.as_str();
     let process_cpu_cores = s
         .procs
         .get(comm)
@@ -957,9 +1184,9 @@ fn death_context(
         .map(round2);
     DeathContext {
         at: rfc3339(t),
-        pid: x.process.pid,
+        pid: x.pid,
         lifetime_s: round2(x.lifetime_ms as f64 / 1000.0),
-        cmdline: x.process.cmdline.as_str().into(),
+        cmdline: x.cmdline.clone(),
         ended: crate::exits::end_text(d.status, x.lifetime_ms),
         cause: crate::exits::death_cause(d).name(),
         window_s: round2(span as f64 / 1000.0),
@@ -1040,18 +1267,8 @@ mod tests {
             name: "nas".into(),
             instances: vec![inst(1, 250), inst(2, 100)],
             events: vec![
-                TimedEvent {
-                    time_ms: 1_000,
-                    instance: 0,
-                    seq: 1,
-                    event: exit(10),
-                },
-                TimedEvent {
-                    time_ms: 2_000,
-                    instance: 1,
-                    seq: 1,
-                    event: exit(11),
-                },
+                TimedEvent::new(1_000, 0, 1, &exit(10)),
+                TimedEvent::new(2_000, 1, 1, &exit(11)),
             ],
             ..HostData::default()
         };

@@ -103,39 +103,40 @@ impl Stall {
 type Point = (u64, u64, u64);
 
 /// One file of one process over the window, its points in time order.
-struct Track<'a> {
-    process: &'a str,
+struct Track {
+    process: String,
     mode: FileMode,
     points: Vec<Point>,
     /// The position never moved but the size did: progress is the size.
     by_size: bool,
 }
 
-impl Track<'_> {
+impl Track {
     /// The progress of a point: its position, or its size (see `by_size`).
     fn at(&self, p: &Point) -> u64 {
         if self.by_size { p.2 } else { p.1 }
     }
 }
 
-fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, &str), Track<'_>> {
-    let mut out: BTreeMap<(u32, &str), Track<'_>> = BTreeMap::new();
-    for e in h
-        .events
-        .iter()
-        .filter(|e| e.time_ms >= from && e.time_ms <= to)
-    {
-        let Event::OpenFiles(o) = &e.event else {
+fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, String), Track> {
+    let mut out: BTreeMap<(u32, String), Track> = BTreeMap::new();
+    for e in h.events_between(from, to) {
+        if !e.is_measurement() {
+            continue;
+        }
+        let Event::OpenFiles(o) = e.event() else {
             continue;
         };
         for p in &o.procs {
             for f in &p.files {
-                let t = out.entry((p.pid, f.path.as_str())).or_insert(Track {
-                    process: p.comm.as_str(),
-                    mode: f.mode,
-                    points: Vec::new(),
-                    by_size: false,
-                });
+                let t = out
+                    .entry((p.pid, f.path.to_string()))
+                    .or_insert_with(|| Track {
+                        process: p.comm.to_string(),
+                        mode: f.mode,
+                        points: Vec::new(),
+                        by_size: false,
+                    });
                 t.mode = f.mode;
                 t.points.push((e.time_ms, f.pos, f.size));
             }
@@ -299,12 +300,12 @@ mod tests {
                 more: 0,
             })
             .unwrap();
-        TimedEvent {
-            time_ms: T0 + t_s * 1000,
-            instance: 0,
-            seq: t_s,
-            event: Event::OpenFiles(OpenFiles { procs }),
-        }
+        TimedEvent::new(
+            T0 + t_s * 1000,
+            0,
+            t_s,
+            &Event::OpenFiles(OpenFiles { procs }),
+        )
     }
 
     /// dd at 20 MB/s for 20 s, then 1 MB/s for 20 s; a log held open and idle by syslogd.
@@ -409,9 +410,11 @@ mod tests {
                 "smbd",
                 &[("/share/x.iso", t * 2_000_000, FileMode::Write)],
             );
-            if let Event::OpenFiles(o) = &mut e.event {
+            let mut ev = e.event();
+            if let Event::OpenFiles(o) = &mut ev {
                 o.procs[0].files[0].pos = 0;
             }
+            e = TimedEvent::new(e.time_ms, e.instance, e.seq, &ev);
             h.events.push(e);
         }
         let (tr, st) = build(&[h], T0, T0 + 20_000);

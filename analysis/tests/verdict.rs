@@ -717,22 +717,22 @@ fn restarting_process_is_a_pattern_with_context() {
     };
     for k in 0..3u32 {
         let died = t0 + 150_000 * (k as u64 + 1);
-        src.events.push(TimedEvent {
-            time_ms: died,
-            instance: 0,
-            seq: 0,
-            event: Event::ProcessExit(ProcessExit {
+        src.events.push(TimedEvent::new(
+            died,
+            0,
+            0,
+            &Event::ProcessExit(ProcessExit {
                 process: proc_info(1000 + k, 28399387 + k),
                 lifetime_ms: 150_000,
                 cpu_ticks: 3000,
             }),
-        });
-        src.events.push(TimedEvent {
-            time_ms: died + 2000,
-            instance: 0,
-            seq: 0,
-            event: Event::ProcessStart(proc_info(1001 + k, 28399388 + k)),
-        });
+        ));
+        src.events.push(TimedEvent::new(
+            died + 2000,
+            0,
+            0,
+            &Event::ProcessStart(proc_info(1001 + k, 28399388 + k)),
+        ));
     }
     let r = json(&[src]);
     let p = &r["patterns"][0];
@@ -773,12 +773,7 @@ fn first_run_without_a_token_and_resumes_with_one_are_one_pattern() {
         cmdline: hs(&cmd),
         start_ticks: pid as u64,
     };
-    let ev = |time_ms: u64, event: Event| TimedEvent {
-        time_ms,
-        instance: 0,
-        seq: 0,
-        event,
-    };
+    let ev = |time_ms: u64, event: Event| TimedEvent::new(time_ms, 0, 0, &event);
     // 1st run without -k; the resumes carry a token; one resume is up before the death is seen.
     let cmds = [
         "btrfs send -p /v/a /v/b".to_string(),
@@ -850,22 +845,22 @@ fn deaths_after_tcp_bursts_point_at_the_network() {
             cmdline: hs(&format!("btrfs send -k {} /v", 100 + pid)),
             start_ticks: pid as u64,
         };
-        h.events.push(TimedEvent {
-            time_ms: d,
-            instance: 0,
-            seq: 0,
-            event: Event::ProcessExit(ProcessExit {
+        h.events.push(TimedEvent::new(
+            d,
+            0,
+            0,
+            &Event::ProcessExit(ProcessExit {
                 process: info(500 + k as u32),
                 lifetime_ms: 118_000,
                 cpu_ticks: 100,
             }),
-        });
-        h.events.push(TimedEvent {
-            time_ms: d + 2_000,
-            instance: 0,
-            seq: 0,
-            event: Event::ProcessStart(info(501 + k as u32)),
-        });
+        ));
+        h.events.push(TimedEvent::new(
+            d + 2_000,
+            0,
+            0,
+            &Event::ProcessStart(info(501 + k as u32)),
+        ));
     }
     let r = json(&[h]);
     let p = &r["patterns"][0];

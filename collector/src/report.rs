@@ -195,6 +195,7 @@ pub fn events(c: &Context, since: Option<Duration>, json_out: bool) -> anyhow::R
             "events": r.events,
             "patterns": r.patterns,
             "gaps": r.gaps,
+            "event_groups": r.event_groups,
         });
         let mut o = output::stdout();
         o.line(&serde_json::to_string_pretty(&out)?)?;

@@ -1392,18 +1392,13 @@ impl Store {
                 .map_err(e)?;
             for row in rows {
                 let (seq, time_ms, body) = row.map_err(e)?;
-                let Some(mut event) = decode_exact::<Event>(&body) else {
+                let Some(event) = TimedEvent::from_body(time_ms as u64, idx, seq as u64, body)
+                else {
                     w.gaps
                         .push(corrupt_gap(&name, seq as u64, time_ms as u64, "event", 0));
                     continue;
                 };
-                nasprobe_proto::sanitize::event(&mut event);
-                w.events.push(TimedEvent {
-                    time_ms: time_ms as u64,
-                    instance: idx,
-                    seq: seq as u64,
-                    event,
-                });
+                w.events.push(event);
                 any = true;
             }
             if any || host_gaps.iter().any(|g| g.instance_id == raw.instance_id) {

@@ -51,9 +51,9 @@ pub(crate) fn event_class(e: &Event) -> &'static str {
 }
 
 /// CPU seconds an event reports (a process exit's ticks at its instance's clock rate).
-pub(crate) fn event_cpu_s(h: &HostData, e: &crate::input::TimedEvent) -> f64 {
-    match &e.event {
-        Event::ProcessExit(x) => h.ticks_s(e.instance, x.cpu_ticks),
+pub(crate) fn event_cpu_s(h: &HostData, instance: usize, e: &Event) -> f64 {
+    match e {
+        Event::ProcessExit(x) => h.ticks_s(instance, x.cpu_ticks),
         _ => 0.0,
     }
 }
@@ -136,8 +136,9 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
         _ => 4,
     };
     let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
-    for e in data.events.iter().filter(|e| !e.event.is_measurement()) {
-        let class = event_class(&e.event);
+    for e in data.events.iter().filter(|e| !e.is_measurement()) {
+        let ev = e.event();
+        let class = event_class(&ev);
         let col = (ax.x(e.time_ms as f64) / 3.0).round() as i64;
         let m = groups.entry(col).or_insert_with(|| Marker {
             t: e.time_ms as f64,
@@ -149,7 +150,7 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
             m.t = e.time_ms as f64;
         }
         m.texts
-            .push(describe(e.time_ms, &e.event, event_cpu_s(data, e)));
+            .push(describe(e.time_ms, &ev, event_cpu_s(data, e.instance, &ev)));
     }
     groups.into_values().collect()
 }

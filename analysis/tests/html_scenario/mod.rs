@@ -317,16 +317,16 @@ pub fn pair(seconds: u64, step_s: u64, death_every_s: u64, gaps: &[(u64, u64)]) 
                             hello: hello(name, 0x52_0000),
                             clock: None,
                         });
-                        h.events.push(TimedEvent {
-                            time_ms: T0 + (gs + gl) * 1000,
-                            instance: 1,
-                            seq: 1,
-                            event: Event::AgentStart(AgentStart {
+                        h.events.push(TimedEvent::new(
+                            T0 + (gs + gl) * 1000,
+                            1,
+                            1,
+                            &Event::AgentStart(AgentStart {
                                 agent_version: hs("0.1.0"),
                                 instance_id: 0x52_0000,
                                 interval_ms: (step_s * 1000) as u32,
                             }),
-                        });
+                        ));
                         seq = 2;
                     }
                 }
@@ -435,41 +435,38 @@ pub fn pair(seconds: u64, step_s: u64, death_every_s: u64, gaps: &[(u64, u64)]) 
             s = end;
         }
         if is_dst {
-            h.events.push(TimedEvent {
-                time_ms: T0 + (seconds * 3 / 4) * 1000,
+            h.events.push(TimedEvent::new(
+                T0 + (seconds * 3 / 4) * 1000,
                 instance,
-                seq: 0,
-                event: Event::LinkChange(LinkChange {
+                0,
+                &Event::LinkChange(LinkChange {
                     nic: hs("eth1"),
                     up: false,
                     speed_mbit: 0,
                     full_duplex: None,
                     mtu: 1500,
                 }),
-            });
+            ));
         } else {
             for (k, &d) in deaths.iter().enumerate() {
                 let pid = 1000 + k as u32;
                 let born = if k == 0 { 0 } else { deaths[k - 1] + resume_s };
-                h.events.push(TimedEvent {
-                    time_ms: T0 + d * 1000,
-                    instance: 0,
-                    seq: 0,
-                    event: Event::ProcessExit(ProcessExit {
+                h.events.push(TimedEvent::new(
+                    T0 + d * 1000,
+                    0,
+                    0,
+                    &Event::ProcessExit(ProcessExit {
                         process: proc_info(pid, 28_399_387 + 1000 * k as u64),
                         lifetime_ms: (d - born) * 1000,
                         cpu_ticks: (d - born) * 25,
                     }),
-                });
-                h.events.push(TimedEvent {
-                    time_ms: T0 + (d + resume_s) * 1000,
-                    instance: 0,
-                    seq: 0,
-                    event: Event::ProcessStart(proc_info(
-                        pid + 1,
-                        28_399_387 + 1000 * (k as u64 + 1),
-                    )),
-                });
+                ));
+                h.events.push(TimedEvent::new(
+                    T0 + (d + resume_s) * 1000,
+                    0,
+                    0,
+                    &Event::ProcessStart(proc_info(pid + 1, 28_399_387 + 1000 * (k as u64 + 1))),
+                ));
             }
         }
         h.events.sort_by_key(|e| e.time_ms);
