@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use nasprobe_proto::{Event, ExitSeen};
 use serde::Serialize;
 
-use crate::input::HostData;
+use crate::input::{HostData, TimedEvent};
 use crate::series::{self, HostSeries};
 use crate::stats::{best_window, max, mean, median};
 use crate::time::rfc3339;
@@ -463,60 +463,81 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
 /// on ties; over a long window only the first and last [`GROUP_KEEP_ENDS`] of each group, with
 /// the groups. Per-sample measurements (TCP connections, open files) are not events.
 fn events_and_groups(hosts: &[HostData], long: bool) -> (Vec<EventOut>, Vec<EventGroup>) {
-    let out = |h: &HostData, e: &crate::input::TimedEvent, ev: &Event| {
-        event_out(&h.name, e.time_ms, ev, |ticks| h.ticks_s(e.instance, ticks))
-    };
-    let mut timed: Vec<(u64, EventOut)> = Vec::new();
+    let mut timed: Vec<((u64, usize, usize), EventOut)> = Vec::new();
     let mut groups = Vec::new();
-    for h in hosts {
-        let events = h.events.iter().filter(|e| !e.is_measurement());
-        if !long {
-            timed.extend(events.map(|e| (e.time_ms, out(h, e, &e.event()))));
-            continue;
-        }
-        let mut acc: BTreeMap<GroupKey, GroupAcc> = BTreeMap::new();
-        for (i, e) in events.enumerate() {
-            let ev = e.event();
-            let g = acc.entry(group_key(&ev)).or_insert_with(|| GroupAcc {
-                order: i,
-                first_ms: e.time_ms,
-                cause: ev
-                    .as_exit()
-                    .map(|(_, st)| crate::exits::cause_of(st).name()),
-                ..GroupAcc::default()
+    for (k, h) in hosts.iter().enumerate() {
+        let kept: Vec<(usize, &TimedEvent)> = if long {
+            host_groups(h)
+                .into_iter()
+                .flat_map(|(g, kept)| {
+                    groups.push(g);
+                    kept
+                })
+                .collect()
+        } else {
+            h.events
+                .iter()
+                .filter(|e| !e.is_measurement())
+                .enumerate()
+                .collect()
+        };
+        timed.extend(kept.into_iter().map(|(i, e)| {
+            let out = event_out(&h.name, e.time_ms, &e.event(), |ticks| {
+                h.ticks_s(e.instance, ticks)
             });
-            g.count += 1;
-            g.last_ms = e.time_ms;
-            if g.head.len() < GROUP_KEEP_ENDS {
-                g.head.push((e.time_ms, out(h, e, &ev)));
-            } else {
-                g.tail.push_back(e);
-                if g.tail.len() > GROUP_KEEP_ENDS {
-                    g.tail.pop_front();
-                }
-            }
-            if let Some((x, _)) = ev.as_exit() {
-                g.lifetimes_s.push(x.lifetime_ms as f64 / 1000.0);
-                g.cpu_s += h.ticks_s(e.instance, x.cpu_ticks);
-            }
-        }
-        let mut acc: Vec<(GroupKey, GroupAcc)> = acc.into_iter().collect();
-        acc.sort_by_key(|(_, g)| g.order);
-        for (key, g) in acc {
-            groups.push(group_out(&h.name, key, &g));
-            timed.extend(g.tail.iter().map(|e| (e.time_ms, out(h, e, &e.event()))));
-            timed.extend(g.head);
-        }
+            ((e.time_ms, k, i), out)
+        }));
     }
-    // Stable: a host's events keep their order on ties, hosts theirs.
     timed.sort_by_key(|e| e.0);
     (timed.into_iter().map(|e| e.1).collect(), groups)
 }
 
-/// What makes events one group: kind, process, device and, for exits, how they ended.
-type GroupKey = (&'static str, Option<String>, Option<String>, Option<String>);
+/// A host's events (not the measurements) grouped, in the order of each group's first event:
+/// each group with the events it keeps, its first and last [`GROUP_KEEP_ENDS`], and their
+/// positions among the host's events.
+pub(crate) fn host_groups(h: &HostData) -> Vec<(EventGroup, Vec<(usize, &TimedEvent)>)> {
+    let mut acc: BTreeMap<GroupKey, GroupAcc> = BTreeMap::new();
+    for (i, e) in h.events.iter().filter(|e| !e.is_measurement()).enumerate() {
+        let ev = e.event();
+        let g = acc.entry(group_key(&ev)).or_insert_with(|| GroupAcc {
+            order: i,
+            first_ms: e.time_ms,
+            cause: ev
+                .as_exit()
+                .map(|(_, st)| crate::exits::cause_of(st).name()),
+            ..GroupAcc::default()
+        });
+        g.count += 1;
+        g.last_ms = e.time_ms;
+        if g.head.len() < GROUP_KEEP_ENDS {
+            g.head.push((i, e));
+        } else {
+            g.tail.push_back((i, e));
+            if g.tail.len() > GROUP_KEEP_ENDS {
+                g.tail.pop_front();
+            }
+        }
+        if let Some((x, _)) = ev.as_exit() {
+            g.lifetimes_s.push(x.lifetime_ms as f64 / 1000.0);
+            g.cpu_s += h.ticks_s(e.instance, x.cpu_ticks);
+        }
+    }
+    let mut acc: Vec<(GroupKey, GroupAcc)> = acc.into_iter().collect();
+    acc.sort_by_key(|(_, g)| g.order);
+    acc.into_iter()
+        .map(|(key, g)| {
+            let out = group_out(h, key, &g);
+            let mut kept = g.head;
+            kept.extend(g.tail);
+            (out, kept)
+        })
+        .collect()
+}
 
-fn group_key(e: &Event) -> GroupKey {
+/// What makes events one group: kind, process, device and, for exits, how they ended.
+pub(crate) type GroupKey = (&'static str, Option<String>, Option<String>, Option<String>);
+
+pub(crate) fn group_key(e: &Event) -> GroupKey {
     let (process, device, ended) = match e {
         Event::ProcessStart(p) => (Some(p.comm.to_string()), None, None),
         Event::ProcessExit(_) | Event::ProcessEnd(_) => {
@@ -550,16 +571,22 @@ struct GroupAcc<'a> {
     first_ms: u64,
     last_ms: u64,
     count: usize,
-    head: Vec<(u64, EventOut)>,
-    tail: std::collections::VecDeque<&'a crate::input::TimedEvent>,
+    head: Vec<(usize, &'a TimedEvent)>,
+    tail: std::collections::VecDeque<(usize, &'a TimedEvent)>,
     lifetimes_s: Vec<f64>,
     cpu_s: f64,
 }
 
-fn group_out(host: &str, key: GroupKey, g: &GroupAcc) -> EventGroup {
+fn group_out(h: &HostData, key: GroupKey, g: &GroupAcc) -> EventGroup {
+    let host = &h.name;
     let (kind, process, device, ended) = key;
     // The end's figures as its first event reports them (one `ended` text, one end).
-    let first = g.head.first().map(|(_, e)| e);
+    let first = g.head.first().map(|(_, e)| {
+        event_out(host, e.time_ms, &e.event(), |ticks| {
+            h.ticks_s(e.instance, ticks)
+        })
+    });
+    let first = first.as_ref();
     let is_exit = g.cause.is_some();
     let median_lifetime_s = median(&g.lifetimes_s).map(round2);
     let cpu_s = is_exit.then(|| round2(g.cpu_s));

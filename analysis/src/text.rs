@@ -76,6 +76,7 @@ pub fn render(r: &Report) -> String {
         }
     }
     patterns(&mut o, r);
+    event_groups(&mut o, r);
     for p in &r.progress {
         let _ = writeln!(
             o,
@@ -165,6 +166,14 @@ fn patterns(o: &mut String, r: &Report) {
         } else {
             let _ = writeln!(o, "  cause: {} ({})", p.cause, rest.join("; "));
         }
+        if p.deaths_total > p.deaths.len() {
+            let _ = writeln!(
+                o,
+                "  {} deaths; the first and last {} with their context:",
+                p.deaths_total,
+                p.deaths.len() / 2
+            );
+        }
         for d in &p.deaths {
             let _ = writeln!(
                 o,
@@ -198,8 +207,9 @@ pub fn render_events(r: &Report) -> String {
         r.window.from,
         r.window.to,
         r.window.seconds,
-        r.events.len()
+        event_count(r)
     );
+    event_groups(&mut o, r);
     for e in &r.events {
         let mut line = format!("{} {:<10} {:<13}", e.at, e.host, e.kind);
         if let Some(p) = &e.process {
@@ -229,6 +239,36 @@ pub fn render_events(r: &Report) -> String {
     patterns(&mut o, r);
     gaps(&mut o, r);
     o
+}
+
+/// All the events of the window: over a long window `events` lists only some of them.
+fn event_count(r: &Report) -> String {
+    if r.event_groups.is_empty() {
+        return r.events.len().to_string();
+    }
+    let all: usize = r.event_groups.iter().map(|g| g.count).sum();
+    format!(
+        "{all} ({} listed: the first and last {} of each group below)",
+        r.events.len(),
+        crate::report::GROUP_KEEP_ENDS
+    )
+}
+
+/// Over a long window: the events summarised, one line per group.
+fn event_groups(o: &mut String, r: &Report) {
+    if r.event_groups.is_empty() {
+        return;
+    }
+    let all: usize = r.event_groups.iter().map(|g| g.count).sum();
+    let _ = writeln!(
+        o,
+        "\nEvents: {all} in {} groups (first and last {} of each listed)",
+        r.event_groups.len(),
+        crate::report::GROUP_KEEP_ENDS
+    );
+    for g in &r.event_groups {
+        let _ = writeln!(o, "  - {}", g.summary);
+    }
 }
 
 /// The gaps: data known to be missing.

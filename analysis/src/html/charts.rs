@@ -29,12 +29,22 @@ pub(crate) struct HostCtx<'a> {
     pub markers: Vec<Marker>,
 }
 
-/// Events of one kind within two pixels of each other, drawn as one marker that lists them all.
+/// Events within two pixels of each other, drawn as one marker that lists them all (over a long
+/// window: one line per group of alike events, with its count).
 #[derive(Debug, Clone)]
 pub(crate) struct Marker {
     pub t: f64,
     pub class: &'static str,
     pub texts: Vec<String>,
+    /// How many events it stands for.
+    pub n: usize,
+}
+
+/// Alike events of one marker over a long window: how many, the first one's text, the last time.
+struct Alike {
+    n: usize,
+    first: String,
+    last_ms: u64,
 }
 
 pub(crate) fn event_class(e: &Event) -> &'static str {
@@ -126,7 +136,10 @@ fn exit_line(
 }
 
 /// Groups a host's events into markers: never drops one, merges those that share a pixel.
-pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
+/// `long`: the window is summarised (`Options::step_ms`), a marker's text gives one line per
+/// group of alike events in its pixels ([`crate::report::host_groups`]) with the count, so a
+/// crash loop's thousand exits cost a line, not a thousand.
+pub(crate) fn markers(data: &HostData, ax: &TimeAxis, long: bool) -> Vec<Marker> {
     // Within a column the strongest kind gives the marker its colour.
     let rank = |c: &str| match c {
         "ev-exit" => 0,
@@ -136,6 +149,7 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
         _ => 4,
     };
     let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
+    let mut alike: BTreeMap<(i64, crate::report::GroupKey), Alike> = BTreeMap::new();
     for e in data.events.iter().filter(|e| !e.is_measurement()) {
         let ev = e.event();
         let class = event_class(&ev);
@@ -144,13 +158,44 @@ pub fn markers(data: &HostData, ax: &TimeAxis) -> Vec<Marker> {
             t: e.time_ms as f64,
             class,
             texts: Vec::new(),
+            n: 0,
         });
         if rank(class) < rank(m.class) {
             m.class = class;
             m.t = e.time_ms as f64;
         }
-        m.texts
-            .push(describe(e.time_ms, &ev, event_cpu_s(data, e.instance, &ev)));
+        m.n += 1;
+        let text = || describe(e.time_ms, &ev, event_cpu_s(data, e.instance, &ev));
+        if !long {
+            m.texts.push(text());
+            continue;
+        }
+        alike
+            .entry((col, crate::report::group_key(&ev)))
+            .and_modify(|a| {
+                a.n += 1;
+                a.last_ms = e.time_ms;
+            })
+            .or_insert_with(|| Alike {
+                n: 1,
+                first: text(),
+                last_ms: e.time_ms,
+            });
+    }
+    for ((col, _), a) in alike {
+        let Some(m) = groups.get_mut(&col) else {
+            continue;
+        };
+        m.texts.push(if a.n == 1 {
+            a.first
+        } else {
+            format!(
+                "{} alike events up to {}; the first: {}",
+                a.n,
+                when(a.last_ms),
+                a.first
+            )
+        });
     }
     groups.into_values().collect()
 }
@@ -287,7 +332,7 @@ fn overlays(o: &mut String, c: &HostCtx, top: f64, bottom: f64) {
             o,
             r#"<g class="ev {}" data-n="{}"><title>{}</title><line class="hit" x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><line x1="{xs}" y1="{t}" x2="{xs}" y2="{tick_b}"/><path d="{glyph}"/></g>"#,
             m.class,
-            m.texts.len(),
+            m.n,
             esc(&m.texts.join("\n"))
         );
     }
