@@ -1350,4 +1350,149 @@ mod tests {
         );
         assert_eq!(a.report.gaps[0].from, "1970-01-01T00:00:02Z");
     }
+
+    /// A crash loop of many exits with starts, plus one OOM kill.
+    fn crash_loop(n: u64) -> HostData {
+        let info = |pid, comm: &str| ProcessInfo {
+            pid,
+            ppid: 1,
+            comm: comm.try_into().unwrap(),
+            cmdline: format!("{comm} --resume {pid}")
+                .as_str()
+                .try_into()
+                .unwrap(),
+            start_ticks: 0,
+        };
+        let end = |pid, comm, code, signal, oom| {
+            Event::ProcessEnd(nasprobe_proto::ProcessEnd {
+                exit: ProcessExit {
+                    process: info(pid, comm),
+                    lifetime_ms: 8_000,
+                    cpu_ticks: 50,
+                },
+                status: nasprobe_proto::ExitStatus {
+                    seen: ExitSeen::Kernel,
+                    code,
+                    signal,
+                    core_dumped: false,
+                    oom_killed: oom,
+                    before_ms: 0,
+                },
+            })
+        };
+        let mut events = Vec::new();
+        for k in 0..n {
+            let t = 10_000 * (k + 1);
+            let pid = 100 + k as u32;
+            events.push(TimedEvent::new(
+                t,
+                0,
+                0,
+                &end(pid, "rsync", Some(12), None, false),
+            ));
+            events.push(TimedEvent::new(
+                t + 1_000,
+                0,
+                0,
+                &Event::ProcessStart(info(pid + 1, "rsync")),
+            ));
+        }
+        events.push(TimedEvent::new(
+            5_000 * n,
+            0,
+            0,
+            &end(7, "smbd", None, Some(9), true),
+        ));
+        events.sort_by_key(|e| e.time_ms);
+        HostData {
+            name: "nas".into(),
+            instances: vec![Instance {
+                id: 1,
+                hello: Hello::default(),
+                clock: None,
+            }],
+            events,
+            ..HostData::default()
+        }
+    }
+
+    /// Over a long window the loop is one group with its count and first and last times, of
+    /// which `events` keeps the first and last few; the lone OOM kill is listed; the restart
+    /// pattern still counts every death. A short window lists every event, without groups.
+    #[test]
+    fn a_long_window_groups_a_crash_loop_and_keeps_the_oom_kill() {
+        let h = crash_loop(10_000);
+        let long = build(
+            std::slice::from_ref(&h),
+            &Options {
+                step_ms: Some(60_000),
+                ..Options::default()
+            },
+        );
+        let g: Vec<_> = long
+            .event_groups
+            .iter()
+            .map(|g| (g.kind, g.process.as_deref(), g.cause, g.count, g.listed))
+            .collect();
+        assert_eq!(
+            g,
+            [
+                ("process_exit", Some("rsync"), Some("error_exit"), 10_000, 6),
+                ("process_start", Some("rsync"), None, 10_000, 6),
+                ("process_exit", Some("smbd"), Some("oom"), 1, 1),
+            ]
+        );
+        let lp = &long.event_groups[0];
+        assert_eq!(
+            (lp.first.as_str(), lp.last.as_str()),
+            ("1970-01-01T00:00:10Z", "1970-01-02T03:46:40Z")
+        );
+        assert_eq!(lp.ended.as_deref(), Some("exited with status 12"));
+        assert_eq!(
+            (lp.exit_code, lp.median_lifetime_s, lp.cpu_s),
+            (Some(12), Some(8.0), Some(5_000.0))
+        );
+        assert!(
+            lp.summary
+                .contains("10000 × process_exit rsync exited with status 12"),
+            "{}",
+            lp.summary
+        );
+        assert_eq!(long.events.len(), 13);
+        let oom: Vec<_> = long
+            .events
+            .iter()
+            .filter(|e| e.oom_killed == Some(true))
+            .collect();
+        assert_eq!(oom.len(), 1);
+        assert_eq!(
+            (oom[0].process.as_deref(), oom[0].at.as_str()),
+            (Some("smbd"), "1970-01-01T13:53:20Z")
+        );
+        assert!(long.events.windows(2).all(|w| w[0].at <= w[1].at));
+        let p = &long.patterns[0];
+        assert_eq!(
+            (p.deaths_total, p.deaths.len(), p.restarts),
+            (10_000, 6, 10_000)
+        );
+        assert_eq!(p.cause, "error_exit");
+        assert!(p.summary.contains("died 10000 times"), "{}", p.summary);
+        let text = crate::text::render_events(&long);
+        assert!(text.contains(": 20001 (13 listed"), "{text}");
+        assert!(text.contains("Events: 20001 in 3 groups"), "{text}");
+        assert!(
+            text.contains("  - nas: 1 × process_exit smbd killed by the OOM killer (SIGKILL)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  10000 deaths; the first and last 3 with their context:"),
+            "{text}"
+        );
+
+        let short = build(&[h], &Options::default());
+        assert!(short.event_groups.is_empty());
+        assert_eq!(short.events.len(), 20_001);
+        assert_eq!(short.patterns[0].deaths.len(), 10_000);
+        assert_eq!(short.patterns[0].deaths_total, 10_000);
+    }
 }

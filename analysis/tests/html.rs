@@ -542,3 +542,93 @@ fn golden_structure() {
         );
     }
 }
+
+/// Over a long window (rollups, `step_ms`) a week with a crash loop of 20,000 exits stays under
+/// 2 MB: the events table lists the groups with their counts and each group's first and last
+/// events, the lone OOM kill among them; each marker says how many events it stands for, and
+/// together they stand for every event.
+#[test]
+fn long_window_with_20000_events_stays_small_and_names_the_counts() {
+    let hosts = html_scenario::seven_days_crash_loop(20_000);
+    let events: usize = hosts.iter().map(|h| h.events.len()).sum();
+    assert!(events > 20_000, "{events}");
+    let a = analyze(
+        &hosts,
+        &Options {
+            step_ms: Some(60_000),
+            ..Options::default()
+        },
+    );
+    let page = html::render(&hosts, &a);
+    assert!(page.len() < 2_000_000, "{} bytes", page.len());
+    let doc = parse(&page).unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    assert_charts(&doc, &hosts);
+    assert_self_contained(&page);
+    // Every event is counted by the markers of each time chart.
+    for c in charts(&doc) {
+        if c.attr("data-resource") == Some("bottleneck") {
+            continue;
+        }
+        let host = hosts
+            .iter()
+            .find(|h| Some(h.name.as_str()) == c.attr("data-host"))
+            .unwrap();
+        let marked: usize = c
+            .all()
+            .iter()
+            .filter(|e| e.name == "g" && e.has_class("ev"))
+            .map(|e| e.attr("data-n").unwrap().parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(marked, host.events.len(), "{:?}", c.attr("data-resource"));
+    }
+    // The loop is one group of 20,000 with its first and last times; its markers say how many
+    // alike events they hold.
+    let groups: Vec<&El> = doc
+        .all()
+        .into_iter()
+        .filter(|e| e.name == "tr" && e.has_class("group"))
+        .collect();
+    let total: usize = groups
+        .iter()
+        .map(|g| g.attr("data-n").unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(total, events);
+    let lp = groups
+        .iter()
+        .find(|g| g.text().contains("rsyncd"))
+        .expect("the loop's group");
+    assert_eq!(lp.attr("data-n"), Some("20000"));
+    assert!(lp.text().starts_with("20000"), "{}", lp.text());
+    assert!(lp.text().contains("exited with status 1"), "{}", lp.text());
+    assert!(
+        lp.text().contains("2025-11-30 00:00:01 .. 2025-12-06"),
+        "{}",
+        lp.text()
+    );
+    assert!(page.contains(" alike events up to "));
+    let summary = doc
+        .all()
+        .into_iter()
+        .find(|e| e.name == "summary" && e.text().starts_with("Events ("))
+        .unwrap()
+        .text();
+    assert!(
+        summary.contains(&format!("{events} in {} groups", groups.len())),
+        "{summary}"
+    );
+    // The rows: the first and last few of each group, the OOM kill one of them.
+    let rows: Vec<String> = doc
+        .all()
+        .into_iter()
+        .filter(|e| e.name == "tr" && e.attr("class").is_some_and(|c| c.starts_with("ev-")))
+        .map(El::text)
+        .collect();
+    assert_eq!(rows.len(), a.report.events.len());
+    assert!(rows.len() < 200, "{}", rows.len());
+    assert_eq!(
+        rows.iter().filter(|r| r.contains("OOM killer")).count(),
+        1,
+        "{rows:?}"
+    );
+    assert_eq!(rows.iter().filter(|r| r.contains("rsyncd")).count(), 6);
+}

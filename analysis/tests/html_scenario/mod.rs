@@ -490,3 +490,70 @@ pub fn seven_days() -> Vec<HostData> {
         &[(2 * 86_400 + 3600, 5 * 3600), (5 * 86_400, 1800)],
     )
 }
+
+/// The end of `comm` (pid `pid`) at `t_ms` as the process connector reports it: exit status
+/// `code` or signal `signal`, `oom` when the OOM killer chose it.
+pub fn process_end(
+    t_ms: u64,
+    pid: u32,
+    comm: &str,
+    code: Option<u8>,
+    signal: Option<u8>,
+    oom: bool,
+) -> TimedEvent {
+    TimedEvent::new(
+        t_ms,
+        0,
+        0,
+        &Event::ProcessEnd(ProcessEnd {
+            exit: ProcessExit {
+                process: ProcessInfo {
+                    pid,
+                    ppid: 1,
+                    comm: hs(comm),
+                    cmdline: hs(&format!("{comm} --daemon")),
+                    start_ticks: 0,
+                },
+                lifetime_ms: 2_000,
+                cpu_ticks: 10,
+            },
+            status: ExitStatus {
+                seen: ExitSeen::Kernel,
+                code,
+                signal,
+                core_dumped: false,
+                oom_killed: oom,
+                before_ms: 0,
+            },
+        }),
+    )
+}
+
+/// [`seven_days`] with a crash loop on the source: `n` exits of `rsyncd` with status 1, evenly
+/// over the week, and one OOM kill of `smbd` in the middle.
+pub fn seven_days_crash_loop(n: u64) -> Vec<HostData> {
+    let mut hosts = seven_days();
+    let src = &mut hosts[0];
+    let every_ms = 7 * 86_400_000 / n;
+    for k in 0..n {
+        let t = T0 + 1_000 + k * every_ms;
+        src.events.push(process_end(
+            t,
+            5_000 + k as u32,
+            "rsyncd",
+            Some(1),
+            None,
+            false,
+        ));
+    }
+    src.events.push(process_end(
+        T0 + 3 * 86_400_000 + 500,
+        77,
+        "smbd",
+        None,
+        Some(9),
+        true,
+    ));
+    src.events.sort_by_key(|e| e.time_ms);
+    hosts
+}
