@@ -5,7 +5,8 @@
 //! across all charts, and every marker carries its hover text in an SVG `<title>`.
 //!
 //! Long windows are downsampled for display (min / max / mean per pixel); events are never
-//! dropped: those sharing a pixel become one marker listing all of them.
+//! dropped: those sharing a pixel become one marker listing all of them (over rollups: one
+//! line per group of alike events with its count, and the events table lists the groups).
 
 mod charts;
 pub(crate) mod svg;
