@@ -1478,7 +1478,7 @@ mod tests {
         assert_eq!(p.cause, "error_exit");
         assert!(p.summary.contains("died 10000 times"), "{}", p.summary);
         let text = crate::text::render_events(&long);
-        assert!(text.contains(": 20001 (13 listed"), "{text}");
+        assert!(text.contains(": 20001 events, 13 of them listed"), "{text}");
         assert!(text.contains("Events: 20001 in 3 groups"), "{text}");
         assert!(
             text.contains("  - nas: 1 × process_exit smbd killed by the OOM killer (SIGKILL)"),

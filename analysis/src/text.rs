@@ -203,7 +203,7 @@ pub fn render_events(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "Window {} .. {} ({} s): {} events",
+        "Window {} .. {} ({} s): {}",
         r.window.from,
         r.window.to,
         r.window.seconds,
@@ -241,14 +241,14 @@ pub fn render_events(r: &Report) -> String {
     o
 }
 
-/// All the events of the window: over a long window `events` lists only some of them.
+/// "N events": over a long window `events` lists only some of them, and says so.
 fn event_count(r: &Report) -> String {
     if r.event_groups.is_empty() {
-        return r.events.len().to_string();
+        return format!("{} events", r.events.len());
     }
     let all: usize = r.event_groups.iter().map(|g| g.count).sum();
     format!(
-        "{all} ({} listed: the first and last {} of each group below)",
+        "{all} events, {} of them listed (the first and last {} of each group below)",
         r.events.len(),
         crate::report::GROUP_KEEP_ENDS
     )

@@ -549,7 +549,13 @@ fn golden_structure() {
 /// together they stand for every event.
 #[test]
 fn long_window_with_20000_events_stays_small_and_names_the_counts() {
-    let hosts = html_scenario::seven_days_crash_loop(20_000);
+    let mut hosts = html_scenario::seven_days_crash_loop(20_000);
+    // A hostile name, in a group and a marker of its own: escaped like every other.
+    let t = hosts[0].events[100].time_ms + 1;
+    hosts[0].events.insert(
+        101,
+        html_scenario::process_end(t, 66, "a<b>&\"c\u{1b}[2J", Some(3), None, false),
+    );
     let events: usize = hosts.iter().map(|h| h.events.len()).sum();
     assert!(events > 20_000, "{events}");
     let a = analyze(
@@ -564,6 +570,8 @@ fn long_window_with_20000_events_stays_small_and_names_the_counts() {
     let doc = parse(&page).unwrap_or_else(|e| panic!("not well-formed: {e}"));
     assert_charts(&doc, &hosts);
     assert_self_contained(&page);
+    assert!(!page.contains('\u{1b}'));
+    assert!(page.contains("a&lt;b&gt;&amp;&quot;c"));
     // Every event is counted by the markers of each time chart.
     for c in charts(&doc) {
         if c.attr("data-resource") == Some("bottleneck") {
@@ -631,4 +639,5 @@ fn long_window_with_20000_events_stays_small_and_names_the_counts() {
         "{rows:?}"
     );
     assert_eq!(rows.iter().filter(|r| r.contains("rsyncd")).count(), 6);
+    assert_eq!(rows.iter().filter(|r| r.contains("a<b>&\"c")).count(), 1);
 }

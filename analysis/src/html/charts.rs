@@ -40,6 +40,11 @@ pub(crate) struct Marker {
     pub n: usize,
 }
 
+/// Over a long window a marker covers this many pixels (3 otherwise): each is drawn on every
+/// time chart of its host with its hover text, and at 6 px a week of a crash loop's markers is
+/// about half the page instead of most of it.
+const LONG_MARKER_PX: f64 = 6.0;
+
 /// Alike events of one marker over a long window: how many, the first one's text, the last time.
 struct Alike {
     n: usize,
@@ -153,7 +158,7 @@ pub(crate) fn markers(data: &HostData, ax: &TimeAxis, long: bool) -> Vec<Marker>
     for e in data.events.iter().filter(|e| !e.is_measurement()) {
         let ev = e.event();
         let class = event_class(&ev);
-        let col = (ax.x(e.time_ms as f64) / 3.0).round() as i64;
+        let col = (ax.x(e.time_ms as f64) / if long { LONG_MARKER_PX } else { 3.0 }).round() as i64;
         let m = groups.entry(col).or_insert_with(|| Marker {
             t: e.time_ms as f64,
             class,
