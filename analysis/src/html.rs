@@ -469,34 +469,14 @@ fn events_rows(o: &mut String, rows: &[(u64, &str, &'static str, String)]) {
 /// Over a long window: the groups of alike events with their counts, then the events each keeps
 /// (its first and last few), so that nothing is lost silently and the page stays small.
 fn grouped_events_table(o: &mut String, hosts: &[HostData], r: &Report) {
-    let all: usize = r.event_groups.iter().map(|g| g.count).sum();
     let _ = write!(
         o,
-        "<details class=\"events\" open=\"open\"><summary>Events ({all} in {} groups; the first and last {} of each listed below)</summary><table class=\"groups\"><thead><tr><th>count</th><th>first .. last (UTC)</th><th>host</th><th>what</th></tr></thead><tbody>",
+        "<details class=\"events\" open=\"open\"><summary>Events ({} in {} groups; the first and last {} of each listed below)</summary><table class=\"groups\"><thead><tr><th>count</th><th>first .. last (UTC)</th><th>host</th><th>what</th></tr></thead><tbody>",
+        r.events_total(),
         r.event_groups.len(),
         crate::report::GROUP_KEEP_ENDS
     );
     for g in &r.event_groups {
-        let what = [
-            Some(g.kind),
-            g.process.as_deref(),
-            g.device.as_deref(),
-            g.ended.as_deref(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
-        let figures = g
-            .median_lifetime_s
-            .map(|l| {
-                format!(
-                    " (median lifetime {}, {} of CPU in all)",
-                    dur(l),
-                    dur(g.cpu_s.unwrap_or(0.0))
-                )
-            })
-            .unwrap_or_default();
         let _ = write!(
             o,
             "<tr class=\"group\" data-n=\"{}\"><td>{}</td><td>{} .. {}</td><td>{}</td><td>{}{}</td></tr>",
@@ -505,8 +485,8 @@ fn grouped_events_table(o: &mut String, hosts: &[HostData], r: &Report) {
             esc(&g.first.replace('T', " ").replace('Z', "")),
             esc(&g.last.replace('T', " ").replace('Z', "")),
             esc(&g.host),
-            esc(&what),
-            esc(&figures)
+            esc(&g.what()),
+            esc(&g.figures())
         );
     }
     o.push_str("</tbody></table>");

@@ -44,6 +44,17 @@ pub struct Report {
     pub event_groups: Vec<EventGroup>,
 }
 
+impl Report {
+    /// Every event of the window: over a long window `events` lists only some of them.
+    pub fn events_total(&self) -> usize {
+        if self.event_groups.is_empty() {
+            self.events.len()
+        } else {
+            self.event_groups.iter().map(|g| g.count).sum()
+        }
+    }
+}
+
 /// Over a long window, each event group keeps this many of its first and of its last events
 /// in `events[]`: a group of up to twice as many (a rare OOM kill, a link change, an agent
 /// restart) is listed in full, and a crash loop of thousands of exits shows how it began and
@@ -590,27 +601,7 @@ fn group_out(h: &HostData, key: GroupKey, g: &GroupAcc) -> EventGroup {
     let is_exit = g.cause.is_some();
     let median_lifetime_s = median(&g.lifetimes_s).map(round2);
     let cpu_s = is_exit.then(|| round2(g.cpu_s));
-    let what = [process.as_deref(), device.as_deref(), ended.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let summary = format!(
-        "{host}: {} × {kind}{}{}, {} .. {}{}",
-        g.count,
-        if what.is_empty() { "" } else { " " },
-        what,
-        rfc3339(g.first_ms),
-        rfc3339(g.last_ms),
-        median_lifetime_s
-            .map(|l| format!(
-                " (median lifetime {}, {} of CPU in all)",
-                crate::time::dur(l),
-                crate::time::dur(g.cpu_s)
-            ))
-            .unwrap_or_default()
-    );
-    EventGroup {
+    let mut out = EventGroup {
         host: host.to_string(),
         kind,
         cause: g.cause,
@@ -626,7 +617,45 @@ fn group_out(h: &HostData, key: GroupKey, g: &GroupAcc) -> EventGroup {
         listed: g.head.len() + g.tail.len(),
         median_lifetime_s,
         cpu_s,
-        summary,
+        summary: String::new(),
+    };
+    out.summary = format!(
+        "{host}: {} × {}, {} .. {}{}",
+        out.count,
+        out.what(),
+        out.first,
+        out.last,
+        out.figures()
+    );
+    out
+}
+
+impl EventGroup {
+    /// "process_exit rsync exited with status 12": its kind, process or device and end.
+    pub fn what(&self) -> String {
+        [
+            Some(self.kind),
+            self.process.as_deref(),
+            self.device.as_deref(),
+            self.ended.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
+
+    /// " (median lifetime 8 s, 22 h 13 min of CPU in all)" for exits, else "".
+    pub fn figures(&self) -> String {
+        self.median_lifetime_s
+            .map(|l| {
+                format!(
+                    " (median lifetime {}, {} of CPU in all)",
+                    crate::time::dur(l),
+                    crate::time::dur(self.cpu_s.unwrap_or(0.0))
+                )
+            })
+            .unwrap_or_default()
     }
 }
 

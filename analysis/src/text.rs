@@ -246,9 +246,9 @@ fn event_count(r: &Report) -> String {
     if r.event_groups.is_empty() {
         return format!("{} events", r.events.len());
     }
-    let all: usize = r.event_groups.iter().map(|g| g.count).sum();
     format!(
-        "{all} events, {} of them listed (the first and last {} of each group below)",
+        "{} events, {} of them listed (the first and last {} of each group below)",
+        r.events_total(),
         r.events.len(),
         crate::report::GROUP_KEEP_ENDS
     )
@@ -259,10 +259,10 @@ fn event_groups(o: &mut String, r: &Report) {
     if r.event_groups.is_empty() {
         return;
     }
-    let all: usize = r.event_groups.iter().map(|g| g.count).sum();
     let _ = writeln!(
         o,
-        "\nEvents: {all} in {} groups (first and last {} of each listed)",
+        "\nEvents: {} in {} groups (first and last {} of each listed)",
+        r.events_total(),
         r.event_groups.len(),
         crate::report::GROUP_KEEP_ENDS
     );

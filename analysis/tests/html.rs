@@ -295,22 +295,10 @@ fn assert_charts(doc: &El, hosts: &[HostData]) {
 /// Every event of a host appears on each of its time charts (markers may group several); every
 /// gap is a shaded band on each.
 fn assert_events_kept(doc: &El, hosts: &[HostData]) {
-    for c in charts(doc) {
-        if c.attr("data-resource") == Some("bottleneck") {
-            continue;
-        }
-        let host = hosts
-            .iter()
-            .find(|h| Some(h.name.as_str()) == c.attr("data-host"))
-            .unwrap();
+    for (c, host) in time_charts(doc, hosts) {
         let els = c.all();
-        let marked: usize = els
-            .iter()
-            .filter(|e| e.name == "g" && e.has_class("ev"))
-            .map(|e| e.attr("data-n").unwrap().parse::<usize>().unwrap())
-            .sum();
         assert_eq!(
-            marked,
+            marked(c),
             host.events.len(),
             "{:?} {:?}",
             c.attr("data-host"),
@@ -339,6 +327,30 @@ fn assert_events_kept(doc: &El, hosts: &[HostData]) {
             .count();
         assert_eq!(bands, host.gaps.len());
     }
+}
+
+/// The charts on the time axis (all but the bottleneck bars), each with its host.
+fn time_charts<'a>(doc: &'a El, hosts: &'a [HostData]) -> Vec<(&'a El, &'a HostData)> {
+    charts(doc)
+        .into_iter()
+        .filter(|c| c.attr("data-resource") != Some("bottleneck"))
+        .map(|c| {
+            let host = hosts
+                .iter()
+                .find(|h| Some(h.name.as_str()) == c.attr("data-host"))
+                .unwrap();
+            (c, host)
+        })
+        .collect()
+}
+
+/// How many events the markers of chart `c` stand for (their `data-n`).
+fn marked(c: &El) -> usize {
+    c.all()
+        .iter()
+        .filter(|e| e.name == "g" && e.has_class("ev"))
+        .map(|e| e.attr("data-n").unwrap().parse::<usize>().unwrap())
+        .sum()
 }
 
 fn assert_self_contained(page: &str) {
@@ -573,21 +585,13 @@ fn long_window_with_20000_events_stays_small_and_names_the_counts() {
     assert!(!page.contains('\u{1b}'));
     assert!(page.contains("a&lt;b&gt;&amp;&quot;c"));
     // Every event is counted by the markers of each time chart.
-    for c in charts(&doc) {
-        if c.attr("data-resource") == Some("bottleneck") {
-            continue;
-        }
-        let host = hosts
-            .iter()
-            .find(|h| Some(h.name.as_str()) == c.attr("data-host"))
-            .unwrap();
-        let marked: usize = c
-            .all()
-            .iter()
-            .filter(|e| e.name == "g" && e.has_class("ev"))
-            .map(|e| e.attr("data-n").unwrap().parse::<usize>().unwrap())
-            .sum();
-        assert_eq!(marked, host.events.len(), "{:?}", c.attr("data-resource"));
+    for (c, host) in time_charts(&doc, &hosts) {
+        assert_eq!(
+            marked(c),
+            host.events.len(),
+            "{:?}",
+            c.attr("data-resource")
+        );
     }
     // The loop is one group of 20,000 with its first and last times; its markers say how many
     // alike events they hold.
