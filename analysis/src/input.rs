@@ -210,3 +210,84 @@ impl HostData {
         ticks as f64 / f64::from(hz)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nasprobe_proto::{AgentStart, Connections, LinkChange};
+
+    fn link(up: bool) -> Event {
+        Event::LinkChange(LinkChange {
+            nic: "eth\u{1b}[2J0".try_into().unwrap(),
+            up,
+            speed_mbit: 1000,
+            full_duplex: Some(true),
+            mtu: 1500,
+        })
+    }
+
+    /// Kept as its postcard body (a few dozen bytes next to the 9 KB of a decoded `Event`),
+    /// decoded and made safe to show on each read.
+    #[test]
+    fn an_event_is_kept_encoded_and_decoded_sanitized() {
+        assert!(std::mem::size_of::<TimedEvent>() <= 48);
+        let e = TimedEvent::new(5, 1, 7, &link(true));
+        assert!(e.body().len() < 32, "{}", e.body().len());
+        assert!(!e.is_measurement());
+        let Event::LinkChange(l) = e.event() else {
+            panic!("{:?}", e.event());
+        };
+        assert!(l.up);
+        assert!(!l.nic.contains('\u{1b}'), "{:?}", l.nic);
+        let c = TimedEvent::new(
+            5,
+            0,
+            8,
+            &Event::Connections(Connections {
+                procs: Default::default(),
+            }),
+        );
+        assert!(c.is_measurement());
+        // From a stored body: exactly one event, or nothing.
+        let body = postcard::to_allocvec(&link(false)).unwrap();
+        let s = TimedEvent::from_body(9, 0, 3, body.clone()).unwrap();
+        assert_eq!(s.body(), &body[..]);
+        assert!(matches!(s.event(), Event::LinkChange(l) if !l.up));
+        let mut longer = body.clone();
+        longer.push(0);
+        assert_eq!(TimedEvent::from_body(9, 0, 3, longer), None);
+        assert_eq!(TimedEvent::from_body(9, 0, 3, vec![0xff, 0xff]), None);
+        assert_eq!(TimedEvent::from_body(9, 0, 3, Vec::new()), None);
+    }
+
+    #[test]
+    fn events_between_bisects_the_time_ordered_events() {
+        let start = |t| {
+            TimedEvent::new(
+                t,
+                0,
+                t,
+                &Event::AgentStart(AgentStart {
+                    agent_version: "0.1".try_into().unwrap(),
+                    instance_id: 1,
+                    interval_ms: 1000,
+                }),
+            )
+        };
+        let h = HostData {
+            events: [10, 20, 20, 30, 40].into_iter().map(start).collect(),
+            ..HostData::default()
+        };
+        let seqs = |a, b| {
+            h.events_between(a, b)
+                .iter()
+                .map(|e| e.seq)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seqs(20, 30), [20, 20, 30]);
+        assert_eq!(seqs(0, 9), [0u64; 0]);
+        assert_eq!(seqs(41, 99), [0u64; 0]);
+        assert_eq!(seqs(30, 20), [0u64; 0]);
+        assert_eq!(seqs(0, u64::MAX).len(), 5);
+    }
+}
