@@ -974,20 +974,22 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries, long: bool) -
                 .push(e.time_ms);
         }
     }
+    let points_sorted = s.points.is_sorted_by_key(|p| p.time_ms);
     let mut out = Vec::new();
     for (key, deaths) in groups {
         let comm = key.0.clone();
         // The command as last seen, its changing numbers as `N`.
         let shape = command_shape(deaths.last().map_or("", |d| d.1.cmdline.as_str()));
         // A restart: a death followed by a start of the same command before the next death.
+        // The starts are in time order (the events are): the first one late enough, bisected.
         let st = starts.get(&key).map(Vec::as_slice).unwrap_or_default();
         let restarts = deaths
             .iter()
             .enumerate()
             .filter(|(k, (t, _, _))| {
                 let until = deaths.get(k + 1).map_or(u64::MAX, |d| d.0);
-                st.iter()
-                    .any(|&x| x + RESTART_EARLY_MS >= *t && x < until.max(*t + 1))
+                let i = st.partition_point(|&x| x + RESTART_EARLY_MS < *t);
+                st.get(i).is_some_and(|&x| x < until.max(*t + 1))
             })
             .count();
         // A pattern is a command that died and came back more than once; a single death
@@ -1017,7 +1019,7 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries, long: bool) -
         let mut ctx: Vec<DeathContext> = deaths
             .iter()
             .zip(&ends)
-            .map(|((t, x, _), d)| death_context(h, s, *t, x, d))
+            .map(|((t, x, _), d)| death_context(h, s, *t, x, d, points_sorted))
             .collect();
         let every_txt = every_s
             .map(|e| {
@@ -1095,10 +1097,8 @@ fn before_deaths(
     // The usual rate of TCP retransmits: over the earlier part of each dead process's life
     // (before its context window); without any, the quieter half of the host's window.
     let (mut n, mut secs) = (0.0, 0.0);
-    for (x, p) in s.tcp.retrans.iter().zip(&s.points) {
-        let inside = earlier
-            .iter()
-            .any(|&(a, b)| p.time_ms > a && p.time_ms <= b);
+    let inside = covered(&s.points, earlier);
+    for ((x, p), inside) in s.tcp.retrans.iter().zip(&s.points).zip(inside) {
         if x.is_finite() && inside {
             n += x;
             secs += p.interval_ms / 1000.0;
@@ -1186,6 +1186,35 @@ fn before_deaths(
     out
 }
 
+/// Per point of `s`: whether its time is inside one of the spans `(a, b]`. Points in time order
+/// (as samples are stored) are marked span by span, bisected; else each is checked against all.
+fn covered(p: &[series::Point], spans: &[(u64, u64)]) -> Vec<bool> {
+    if !p.is_sorted_by_key(|p| p.time_ms) {
+        return p
+            .iter()
+            .map(|p| spans.iter().any(|&(a, b)| p.time_ms > a && p.time_ms <= b))
+            .collect();
+    }
+    // +1 where a span's points begin, -1 after they end.
+    let mut depth = vec![0i64; p.len() + 1];
+    for &(a, b) in spans {
+        let from = p.partition_point(|p| p.time_ms <= a);
+        let to = p.partition_point(|p| p.time_ms <= b);
+        if from < to {
+            depth[from] += 1;
+            depth[to] -= 1;
+        }
+    }
+    let mut d = 0;
+    depth[..p.len()]
+        .iter()
+        .map(|x| {
+            d += x;
+            d > 0
+        })
+        .collect()
+}
+
 /// The span of a death's context, ms: the minute before it, or the second half of the
 /// process's life when that is shorter (the first half then gives the usual rates), at least 2 s.
 fn death_span_ms(lifetime_ms: u64) -> u64 {
@@ -1202,12 +1231,13 @@ fn death_context(
     t: u64,
     x: &Exit,
     d: &crate::exits::Death,
+    points_sorted: bool,
 ) -> DeathContext {
     let span = death_span_ms(x.lifetime_ms);
     let from = t.saturating_sub(span);
     let inside = |i: &usize| s.points[*i].time_ms >= from && s.points[*i].time_ms <= t;
     // Points in time order (as samples are stored): bisect, else look at each.
-    let idx: Vec<usize> = if s.points.is_sorted_by_key(|p| p.time_ms) {
+    let idx: Vec<usize> = if points_sorted {
         let a = s.points.partition_point(|p| p.time_ms < from);
         let b = s.points.partition_point(|p| p.time_ms <= t);
         (a..b.max(a)).collect()
@@ -1523,5 +1553,35 @@ mod tests {
         assert_eq!(short.events.len(), 20_001);
         assert_eq!(short.patterns[0].deaths.len(), 10_000);
         assert_eq!(short.patterns[0].deaths_total, 10_000);
+    }
+
+    /// Marking spans point by point over time-ordered points agrees with checking each point
+    /// against every span (and unordered points are checked that way).
+    #[test]
+    fn covered_points_agree_with_checking_each() {
+        let mut x = 12345u64;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for _ in 0..200 {
+            let mut points: Vec<series::Point> = (0..next(40))
+                .map(|_| series::Point {
+                    time_ms: next(100),
+                    interval_ms: 1.0,
+                })
+                .collect();
+            let spans: Vec<(u64, u64)> = (0..next(6)).map(|_| (next(100), next(100))).collect();
+            let each = |p: &[series::Point]| -> Vec<bool> {
+                p.iter()
+                    .map(|p| spans.iter().any(|&(a, b)| p.time_ms > a && p.time_ms <= b))
+                    .collect()
+            };
+            assert_eq!(covered(&points, &spans), each(&points));
+            points.sort_by_key(|p| p.time_ms);
+            assert_eq!(covered(&points, &spans), each(&points), "{spans:?}");
+        }
     }
 }
