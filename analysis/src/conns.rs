@@ -31,7 +31,7 @@ pub fn addr_text(a: &SockAddr) -> String {
 fn conns_of(h: &HostData, pid: u32, from: u64, to: u64) -> Vec<(u64, TcpConn)> {
     let mut out = Vec::new();
     for e in h.events_between(from, to) {
-        if !e.is_measurement() {
+        if !e.is_connections() {
             continue;
         }
         if let Event::Connections(c) = e.event() {
@@ -133,7 +133,7 @@ pub fn peer_end(hosts: &[HostData], at: usize, pid: u32, t: u64) -> Option<PeerE
             continue;
         }
         for e in o.events_between(lo, hi) {
-            if !e.is_measurement() {
+            if !e.is_connections() {
                 continue;
             }
             let Event::Connections(c) = e.event() else {

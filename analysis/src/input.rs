@@ -84,10 +84,26 @@ pub struct TimedEvent {
     /// Index into `HostData::instances`.
     pub instance: usize,
     pub seq: u64,
-    /// A per-sample measurement (`Event::is_measurement`), known without decoding.
-    measurement: bool,
+    /// Which measurement it is, if one (`Event::is_measurement`), known without decoding: a
+    /// week of a transfer holds hundreds of thousands of `Connections`.
+    measurement: Option<Measurement>,
     /// The postcard encoding of the `Event`, checked to decode exactly by both constructors.
     body: Box<[u8]>,
+}
+
+/// The per-sample measurements carried as events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Measurement {
+    Connections,
+    OpenFiles,
+}
+
+fn measurement(e: &Event) -> Option<Measurement> {
+    match e {
+        Event::Connections(_) => Some(Measurement::Connections),
+        Event::OpenFiles(_) => Some(Measurement::OpenFiles),
+        _ => None,
+    }
 }
 
 impl TimedEvent {
@@ -97,7 +113,7 @@ impl TimedEvent {
             time_ms,
             instance,
             seq,
-            measurement: event.is_measurement(),
+            measurement: measurement(event),
             body: postcard::to_allocvec(event)
                 .unwrap_or_default()
                 .into_boxed_slice(),
@@ -112,7 +128,7 @@ impl TimedEvent {
             time_ms,
             instance,
             seq,
-            measurement: event.is_measurement(),
+            measurement: measurement(&event),
             body: body.into_boxed_slice(),
         })
     }
@@ -127,7 +143,17 @@ impl TimedEvent {
 
     /// A per-sample measurement (TCP connections, open files), not an event of the report.
     pub fn is_measurement(&self) -> bool {
-        self.measurement
+        self.measurement.is_some()
+    }
+
+    /// An `Event::Connections`, known without decoding.
+    pub fn is_connections(&self) -> bool {
+        self.measurement == Some(Measurement::Connections)
+    }
+
+    /// An `Event::OpenFiles`, known without decoding.
+    pub fn is_open_files(&self) -> bool {
+        self.measurement == Some(Measurement::OpenFiles)
     }
 
     /// The postcard encoding, as the agent sent it.
@@ -247,7 +273,8 @@ mod tests {
                 procs: Default::default(),
             }),
         );
-        assert!(c.is_measurement());
+        assert!(c.is_measurement() && c.is_connections() && !c.is_open_files());
+        assert!(!e.is_connections() && !e.is_open_files());
         // From a stored body: exactly one event, or nothing.
         let body = postcard::to_allocvec(&link(false)).unwrap();
         let s = TimedEvent::from_body(9, 0, 3, body.clone()).unwrap();

@@ -108,7 +108,7 @@ pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat>
         type Seen = (String, Vec<(u64, TcpConn)>);
         let mut seen: BTreeMap<Key, Seen> = BTreeMap::new();
         for e in h.events_between(range.0, range.1) {
-            if !e.is_measurement() {
+            if !e.is_connections() {
                 continue;
             }
             let Event::Connections(c) = e.event() else {

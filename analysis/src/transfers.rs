@@ -121,7 +121,7 @@ impl Track {
 fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, String), Track> {
     let mut out: BTreeMap<(u32, String), Track> = BTreeMap::new();
     for e in h.events_between(from, to) {
-        if !e.is_measurement() {
+        if !e.is_open_files() {
             continue;
         }
         let Event::OpenFiles(o) = e.event() else {
