@@ -645,3 +645,45 @@ fn long_window_with_20000_events_stays_small_and_names_the_counts() {
     assert_eq!(rows.iter().filter(|r| r.contains("rsyncd")).count(), 6);
     assert_eq!(rows.iter().filter(|r| r.contains("a<b>&\"c")).count(), 1);
 }
+
+#[test]
+fn ten_hosts_over_a_long_window_stay_under_2_mb() {
+    // Five pairs of the week: ten hosts of 10,080 one-minute steps each.
+    let mut hosts: Vec<HostData> = Vec::new();
+    for k in 0..5 {
+        for mut h in html_scenario::seven_days() {
+            h.name = format!("{}-{k}", h.name);
+            hosts.push(h);
+        }
+    }
+    let a = analyze(
+        &hosts,
+        &Options {
+            step_ms: Some(60_000),
+            ..Options::default()
+        },
+    );
+    let page = html::render(&hosts, &a);
+    assert!(page.len() < 2_000_000, "{} bytes", page.len());
+    let doc = parse(&page).unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    assert_charts(&doc, &hosts);
+    assert_self_contained(&page);
+    // The same hosts one pair at a time keep one bucket per pixel: more points per chart.
+    let pair = &hosts[..2];
+    let one = html::render(
+        pair,
+        &analyze(
+            pair,
+            &Options {
+                step_ms: Some(60_000),
+                ..Options::default()
+            },
+        ),
+    );
+    assert!(
+        one.len() * 3 > page.len(),
+        "ten hosts are drawn coarser than two: {} vs {} bytes",
+        page.len(),
+        one.len()
+    );
+}

@@ -158,7 +158,8 @@ pub(crate) fn markers(data: &HostData, ax: &TimeAxis, long: bool) -> Vec<Marker>
     for e in data.events.iter().filter(|e| !e.is_measurement()) {
         let ev = e.event();
         let class = event_class(&ev);
-        let col = (ax.x(e.time_ms as f64) / if long { LONG_MARKER_PX } else { 3.0 }).round() as i64;
+        let width = if long { LONG_MARKER_PX } else { 3.0 } * ax.px;
+        let col = (ax.x(e.time_ms as f64) / width).round() as i64;
         let m = groups.entry(col).or_insert_with(|| Marker {
             t: e.time_ms as f64,
             class,

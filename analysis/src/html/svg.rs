@@ -45,21 +45,34 @@ pub fn n1(x: f64) -> String {
 pub(crate) struct TimeAxis {
     pub t0: f64,
     pub t1: f64,
+    /// Horizontal pixels per bucket of a downsampled series (1: full detail).
+    pub px: f64,
 }
+
+/// Hosts a page draws at one bucket per pixel; a page of more draws a bucket per 2, 3 ...
+/// pixels (its size grows with hosts times buckets: ten hosts over a month were 3.5 MB at one
+/// per pixel).
+pub(crate) const HOSTS_AT_FULL_DETAIL: usize = 4;
 
 impl TimeAxis {
     pub fn new(t0: f64, t1: f64) -> Self {
         let t1 = if t1 > t0 { t1 } else { t0 + 1000.0 };
-        TimeAxis { t0, t1 }
+        TimeAxis { t0, t1, px: 1.0 }
+    }
+
+    /// The axis for a page of `hosts` hosts ([`HOSTS_AT_FULL_DETAIL`]).
+    pub fn for_hosts(mut self, hosts: usize) -> Self {
+        self.px = hosts.div_ceil(HOSTS_AT_FULL_DETAIL).max(1) as f64;
+        self
     }
 
     pub fn x(&self, t: f64) -> f64 {
         X0 + (t - self.t0) / (self.t1 - self.t0) * (X1 - X0)
     }
 
-    /// One bucket per horizontal pixel of the plot area.
+    /// One bucket per [`TimeAxis::px`] horizontal pixels of the plot area.
     pub(crate) fn buckets(&self) -> usize {
-        (X1 - X0).round() as usize
+        ((X1 - X0) / self.px).round().max(1.0) as usize
     }
 
     pub(crate) fn span_ms(&self) -> f64 {
