@@ -20,4 +20,4 @@ pub mod transfers;
 pub mod verdict;
 
 pub use input::{ClockOffset, GapInfo, HostData, Instance, TimedEvent, TimedSample};
-pub use report::{Analysis, Options, Report, analyze, build};
+pub use report::{Analysis, Detail, Options, Report, analyze, analyze_with_detail, build};

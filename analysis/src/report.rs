@@ -333,6 +333,21 @@ pub fn build(hosts: &[HostData], opts: &Options) -> Report {
 
 /// Builds the series, the flow, the verdict and the report of `hosts` over the window.
 pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
+    analyze_with_detail(hosts, opts, None)
+}
+
+/// Raw samples of host `hosts[k]` over `[from_ms, to_ms]`, for a report over rollups that needs
+/// the detail somewhere (None: not stored any more, or not to be read).
+pub type Detail<'a> = dyn Fn(usize, u64, u64) -> Option<HostData> + 'a;
+
+/// [`analyze`] over rollups (`Options::step_ms`) with a way to read raw samples back: each
+/// listed death's context (the minute before it) is taken from the raw samples of that time
+/// when `detail` has them, not from the steps.
+pub fn analyze_with_detail(
+    hosts: &[HostData],
+    opts: &Options,
+    detail: Option<&Detail<'_>>,
+) -> Analysis {
     // Events in time order (`HostData::events_between` bisects): a copy of the hosts whose
     // events are not (a store read instance by instance, a hand-built input).
     let sorted: Vec<HostData>;
@@ -416,7 +431,7 @@ pub fn analyze(hosts: &[HostData], opts: &Options) -> Analysis {
         .iter()
         .zip(&raw)
         .enumerate()
-        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s, long))
+        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s, long, detail))
         .collect();
     let gaps = hosts
         .iter()
@@ -947,7 +962,13 @@ struct Exit {
     cmdline: String,
 }
 
-fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries, long: bool) -> Vec<Pattern> {
+fn restart_patterns(
+    hosts: &[HostData],
+    at: usize,
+    s: &HostSeries,
+    long: bool,
+    detail: Option<&Detail<'_>>,
+) -> Vec<Pattern> {
     let h = &hosts[at];
     type Deaths = Vec<(u64, Exit, Option<nasprobe_proto::ExitStatus>)>;
     let mut groups: BTreeMap<(String, String), Deaths> = BTreeMap::new();
@@ -1061,7 +1082,25 @@ fn restart_patterns(hosts: &[HostData], at: usize, s: &HostSeries, long: bool) -
         );
         let deaths_total = ctx.len();
         if long {
-            keep_ends(&mut ctx);
+            // The deaths listed get their context from raw samples where those are kept.
+            let mut keep: Vec<usize> = (0..ctx.len()).collect();
+            keep_ends(&mut keep);
+            ctx = keep
+                .into_iter()
+                .map(|i| {
+                    let (t, x, _) = &deaths[i];
+                    detail
+                        .and_then(|f| {
+                            let span = death_span_ms(x.lifetime_ms);
+                            let raw = f(at, t.saturating_sub(span + DETAIL_MARGIN_MS), *t)?;
+                            let rs = series::build(&raw);
+                            let sorted = rs.points.is_sorted_by_key(|p| p.time_ms);
+                            (!rs.points.is_empty())
+                                .then(|| death_context(&raw, &rs, *t, x, &ends[i], sorted))
+                        })
+                        .unwrap_or_else(|| ctx[i].clone())
+                })
+                .collect();
         }
         out.push(Pattern {
             host: h.name.clone(),
@@ -1220,6 +1259,10 @@ fn covered(p: &[series::Point], spans: &[(u64, u64)]) -> Vec<bool> {
 fn death_span_ms(lifetime_ms: u64) -> u64 {
     (lifetime_ms / 2).clamp(DEATH_CONTEXT_MIN_MS, DEATH_CONTEXT_MAX_MS)
 }
+
+/// Read before a death's context window from raw samples: the first sample's interval starts
+/// before its end time.
+const DETAIL_MARGIN_MS: u64 = 10_000;
 
 /// Bounds of a death's context.
 const DEATH_CONTEXT_MAX_MS: u64 = 60_000;

@@ -66,7 +66,14 @@ pub fn load_between(
         let now = now_ms();
         (from, to) = (Some(now), Some(now));
     }
-    let analysis = nasprobe_analysis::analyze(
+    // Over rollups, raw samples are read back where the detail matters (each listed death's
+    // minute before; the peaks, below).
+    let detail = |k: usize, a: u64, b: u64| -> Option<HostData> {
+        let name = &hosts.get(k)?.name;
+        let raw = store.load_window_at(Some(a), Some(b), None).ok()?;
+        raw.into_iter().find(|h| &h.name == name)
+    };
+    let analysis = nasprobe_analysis::analyze_with_detail(
         &hosts,
         &Options {
             from_ms: from,
@@ -74,6 +81,7 @@ pub fn load_between(
             expect_bytes,
             step_ms: step,
         },
+        step.map(|_| &detail as &nasprobe_analysis::Detail<'_>),
     );
     let mut analysis = analysis;
     if step.is_some() {
@@ -121,7 +129,7 @@ fn resolution_note(step_ms: u64) -> String {
         rollup::LONG_WINDOW_MS
     };
     format!(
-        "figures from {} rollups (the window spans more than {}): means as over raw samples, peaks per step; the NIC and flow peaks are the best 10 s of the raw samples of each host's busiest steps where those are still stored",
+        "figures from {} rollups (the window spans more than {}): means as over raw samples, peaks per step; the NIC and flow peaks (the best 10 s of each host's busiest steps) and each listed death's minute before come from raw samples where those are still stored",
         rollup::tier_name(step_ms),
         if over % (24 * rollup::HOUR_MS) == 0 {
             format!("{} days", over / (24 * rollup::HOUR_MS))

@@ -318,3 +318,95 @@ fn a_long_report_takes_its_peaks_from_the_raw_samples_of_the_busiest_steps() {
         eth0.rx_peak_mb_s
     );
 }
+
+#[test]
+fn a_long_report_takes_each_listed_death_s_minute_before_from_raw_samples() {
+    use nasprobe_proto::{
+        Event, ExitSeen, ExitStatus, ProcessEnd, ProcessExit, ProcessInfo, Record, RecordBody,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = start() - 3 * HOUR;
+    let n: u64 = 7 * 3600; // the minute tier
+    let every = 1200; // rsyncd dies every 20 min, 37 s past a minute, and comes back
+    let dies = |sec: u64| sec % every == every - 23;
+    // 30 s of retransmits before each death: the raw minute before holds all of them.
+    let burst = |sec: u64| (1..=30).any(|k| dies(sec + k));
+    let info = |pid: u32| ProcessInfo {
+        pid,
+        ppid: 1,
+        comm: "rsyncd".try_into().unwrap(),
+        cmdline: "rsyncd --daemon".try_into().unwrap(),
+        start_ticks: 1,
+    };
+    let mut s = Store::open(&dir.path().join("d.db")).unwrap();
+    let reg = s
+        .register("nas", "a:1", &nas_hello(6, t0 - 1000, 1000))
+        .unwrap();
+    let event = |seq: u64, time_ms: u64, e: Event| {
+        let body = postcard::to_allocvec(&e).unwrap();
+        let r = Record {
+            seq,
+            time_ms,
+            body: RecordBody::Event(e),
+        };
+        Item::from_record(reg.instance, &r, body)
+    };
+    let (mut seq, mut items) = (0u64, Vec::new());
+    for sec in 1..=n {
+        let t = t0 + sec * 1000;
+        let mut smp = sample(sec);
+        smp.tcp.as_mut().unwrap().retrans_segs = if burst(sec) { 50 } else { 0 };
+        seq += 1;
+        items.push(Item::Sample {
+            instance: reg.instance,
+            seq,
+            time_ms: t,
+            body: postcard::to_allocvec(&smp).unwrap(),
+        });
+        if dies(sec) {
+            let pid = 100 + (sec / every) as u32;
+            let end = Event::ProcessEnd(ProcessEnd {
+                exit: ProcessExit {
+                    process: info(pid),
+                    lifetime_ms: every * 1000,
+                    cpu_ticks: 20,
+                },
+                status: ExitStatus {
+                    seen: ExitSeen::Kernel,
+                    code: Some(1),
+                    signal: None,
+                    core_dumped: false,
+                    oom_killed: false,
+                    before_ms: 0,
+                },
+            });
+            seq += 1;
+            items.push(event(seq, t, end));
+            seq += 1;
+            items.push(event(seq, t + 1, Event::ProcessStart(info(pid + 1))));
+        }
+    }
+    for b in items.chunks(1000) {
+        s.write_batch(b).unwrap();
+    }
+    // The reference: the analysis over every raw sample.
+    let raw = nasprobe_analysis::build(
+        &s.load_window(None, None).unwrap(),
+        &nasprobe_analysis::Options::default(),
+    );
+    let (_, a) = nasprobe::report::load_between(&s, None, None, None).unwrap();
+    let p = &a.report.patterns[0];
+    assert_eq!(p.deaths_total, 21, "{p:?}");
+    assert_eq!(p.deaths.len(), 6, "first and last 3 listed");
+    let want = &raw.patterns[0].deaths;
+    for d in &p.deaths {
+        let w = want.iter().find(|w| w.at == d.at).expect("the same death");
+        assert_eq!(
+            (d.tcp_retransmits, d.window_s),
+            (w.tcp_retransmits, w.window_s),
+            "death at {}: the minute before from raw samples",
+            d.at
+        );
+        assert_eq!(d.tcp_retransmits, 1500.0);
+    }
+}
