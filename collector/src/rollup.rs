@@ -71,16 +71,17 @@ impl Merger {
         }
     }
 
-    /// Adds the next sample; returns the step it closed, if any.
-    pub fn push(&mut self, seq: u64, time_ms: u64, s: Sample) -> Option<Merged> {
+    /// Adds the next sample; returns the step it closed, if any. (By reference: a `Sample` is
+    /// ~20 KB, copied only when it opens a step.)
+    pub fn push(&mut self, seq: u64, time_ms: u64, s: &Sample) -> Option<Merged> {
         match self.open.as_mut() {
             Some(st) if st.last_ms / self.step_ms == time_ms / self.step_ms => {
-                st.add(seq, time_ms, &s);
+                st.add(seq, time_ms, s);
                 None
             }
             _ => self
                 .open
-                .replace(Step::new(seq, time_ms, s))
+                .replace(Step::new(seq, time_ms, s.clone()))
                 .map(Step::merged),
         }
     }

@@ -1219,7 +1219,7 @@ impl Store {
                             for r in rows.into_iter().filter(|r| inside(r.time_ms)) {
                                 match decode_exact::<Sample>(&r.body) {
                                     Some(smp) => {
-                                        if let Some(done) = merger.push(r.seq, r.time_ms, smp) {
+                                        if let Some(done) = merger.push(r.seq, r.time_ms, &smp) {
                                             f(Step::Merged(Box::new(done)));
                                         }
                                     }
@@ -1249,7 +1249,7 @@ impl Store {
         self.each_sample(instance, from, to, hi, &mut |got| match got {
             Ok(r) => match decode_exact::<Sample>(&r.body) {
                 Some(smp) => {
-                    if let Some(done) = merger.push(r.seq, r.time_ms, smp) {
+                    if let Some(done) = merger.push(r.seq, r.time_ms, &smp) {
                         f(Step::Merged(Box::new(done)));
                     }
                 }

@@ -100,7 +100,7 @@ fn put(
         Ok::<_, rusqlite::Error>(())
     };
     for (seq, time_ms, s) in samples {
-        if let Some(m) = merger.push(seq, time_ms, s) {
+        if let Some(m) = merger.push(seq, time_ms, &s) {
             to_row(m, &mut rows, &mut first_seq)?;
         }
     }
