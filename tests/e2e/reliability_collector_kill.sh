@@ -87,7 +87,7 @@ gaps=$(sqlite3 "$DB" 'SELECT count(*) FROM gaps')
 "${NPX[@]}" report --json >"$TMP/report.json"
 grep -Eq '"gaps": *\[\]' "$TMP/report.json" || fail "report lists gaps"
 ! grep -q 'rejected' "$TMP/record.log" || fail "records rejected: $(grep rejected "$TMP/record.log" | head)"
-samples=$(sqlite3 "$DB" 'SELECT count(*) FROM samples')
+samples=$(sqlite3 "$DB" 'SELECT (SELECT count(*) FROM samples) + (SELECT coalesce(sum(n), 0) FROM sample_chunks)')
 took=$((SECONDS - start))
 say "FIGURES collector_kill: agents=3 interval_ms=100 sigkills=$kills seconds=$KILL_SECONDS records_checked=$checked samples=$samples gaps=0 duplicates=0 lost=0 took_s=$took"
 echo "$T: 1 passed, 0 failed"
