@@ -41,6 +41,10 @@ pub(crate) const TIE_MARGIN: f64 = 0.05;
 /// A pegged thread whose process runs on fewer cores than this is the wall even when every
 /// core is busy (the rest of the load is other work; more cores would not speed the thread).
 pub(crate) const LONE_THREAD_CORES: f64 = 1.5;
+/// On a host with one core, a thread holding at least this much of it while the core is full
+/// is the wall: its ceiling is what the rest (its own pipe's reader, the kernel's network work)
+/// leaves it, not a whole core (a WD MyCloud's dropbear at 83% of its one core, 99% busy).
+pub(crate) const ONE_CORE_THREAD_SHARE: f64 = 0.75;
 /// Span of the peak window.
 pub const PEAK_SPAN_MS: f64 = 10_000.0;
 
@@ -396,6 +400,13 @@ fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidat
     } else {
         format!("thread `{}` of `{}`", k.thread, k.process)
     };
+    // One core, full, mostly this thread's: the thread has all the rest leaves it.
+    let one_core_full = cores == 1 && busy >= CPU_ALL_WALL && frac >= ONE_CORE_THREAD_SHARE;
+    let score = if one_core_full {
+        (frac / (frac + (1.0 - busy).max(0.0))).min(1.0)
+    } else {
+        frac
+    };
     Some(Candidate {
         host: h.clone(),
         resource: Resource::CpuThread,
@@ -403,11 +414,11 @@ fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidat
         process: Some(k.process.clone()),
         thread: (k.thread != k.process).then(|| k.thread.clone()),
         utilization: round2(frac),
-        score: frac,
-        wall: frac >= THREAD_WALL,
+        score,
+        wall: score >= THREAD_WALL,
         lone: proc_cores < LONE_THREAD_CORES,
         sentence: format!(
-            "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while all {cores} cores together were {} busy",
+            "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while {}",
             if t.last_tid != 0 && t.last_tid != t.last_pid {
                 format!("pid {}, tid {}", t.last_pid, t.last_tid)
             } else {
@@ -415,7 +426,14 @@ fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidat
             },
             pct(frac),
             pct(peak),
-            pct(busy)
+            if one_core_full {
+                format!(
+                    "the host's one core was {} busy: the thread had all of it that the rest left",
+                    pct(busy)
+                )
+            } else {
+                format!("all {cores} cores together were {} busy", pct(busy))
+            }
         ),
     })
 }
