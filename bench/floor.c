@@ -3,6 +3,10 @@
  * sample, with the least work in user space (no real parsing, no encoding, no sending).
  *
  *   floor [--interval-ms MS] [--scan all|every:N] [--proc-root DIR] [--top N] [--count N]
+ *         [--files-only]
+ *
+ * --files-only: the physical floor of any sampler, the 7 system files below pread once per
+ * sample on kept descriptors and nothing else (no sysfs, no /proc/PID, no top N).
  *
  * Per sample, like agent/src/sampler (kept descriptors + pread where the agent keeps them):
  *   - pread on kept descriptors: stat, diskstats, net/dev, meminfo, vmstat, net/snmp,
@@ -164,6 +168,7 @@ static void partial_scan(int root) {
 
 int main(int argc, char **argv) {
     long interval_ms = 1000, count = -1, every = 1, topn = 8;
+    int files_only = 0;
     const char *root_path = "/proc", *sys_path = "/sys";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--interval-ms") && i + 1 < argc) interval_ms = atol(argv[++i]);
@@ -171,12 +176,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--top") && i + 1 < argc) topn = atol(argv[++i]);
         else if (!strcmp(argv[i], "--proc-root") && i + 1 < argc) root_path = argv[++i];
         else if (!strcmp(argv[i], "--sys-root") && i + 1 < argc) sys_path = argv[++i];
+        else if (!strcmp(argv[i], "--files-only")) files_only = 1;
         else if (!strcmp(argv[i], "--scan") && i + 1 < argc) {
             const char *v = argv[++i];
             every = !strcmp(v, "all") ? 1 : (!strncmp(v, "every:", 6) ? atol(v + 6) : 1);
             if (every < 1) every = 1;
         } else {
-            fprintf(stderr, "usage: floor [--interval-ms MS] [--scan all|every:N] [--top N] [--count N] [--proc-root DIR] [--sys-root DIR]\n");
+            fprintf(stderr, "usage: floor [--interval-ms MS] [--scan all|every:N] [--top N] [--count N] [--proc-root DIR] [--sys-root DIR] [--files-only]\n");
             return 2;
         }
     }
@@ -226,6 +232,10 @@ int main(int argc, char **argv) {
         (void)ns(CLOCK_MONOTONIC);
         (void)ns(CLOCK_BOOTTIME);
         for (int i = 0; i < nfixed; i++) pread0(fixed[i]);
+        if (files_only) {
+            if (nper < (long)(sizeof per / sizeof *per)) per[nper++] = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+            continue;
+        }
         if (sample % 10 == 1 && sys >= 0) {
             static const char *attr[] = {"operstate", "carrier", "speed", "duplex", "mtu"};
             char rel[128];
