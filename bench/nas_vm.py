@@ -310,7 +310,8 @@ def render(r):
         "phases around it; per sample = share x window / samples (1 Hz; node_exporter: the scrapes "
         "from this host in the window). The agent's phases are recorded by `nasprobe record` on "
         "this host through the forwarded port unless the row says otherwise. "
-        f"The loop alone varied by {r['alone_spread'] * 100:.3f} % over the run. "
+        f"The loop alone varied by {r['alone_spread'] * 100:.4f} % over the run "
+        f"({len(r['alone_rates'])} phases, {min(r['alone_rates']):,.0f} to {max(r['alone_rates']):,.0f} iterations/s). "
         f"{r['date']}, commit `{r['commit']}`. Command: `{r['command']}` "
         f"({r['host_seconds'] / 60:.1f} min).",
         "",
