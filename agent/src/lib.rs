@@ -2,9 +2,8 @@
 //! through `--proc-root`/`--sys-root`, and the single-threaded server with its history ring.
 
 pub mod config;
-pub mod connector;
 pub mod daemon;
-pub mod kmsg;
+pub mod events;
 pub mod parse;
 pub mod ring;
 pub mod sample_cmd;

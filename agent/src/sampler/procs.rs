@@ -20,7 +20,7 @@
 //! trigger /proc is listed every `adaptive:S` seconds (every [`ADAPTIVE_EVERY_NO_CONNECTOR`]
 //! samples without the connector, whose exits and new pids only a listing finds).
 //!
-//! With the kernel's process connector (see [`crate::connector`]) exits carry their status
+//! With the kernel's process connector (see [`crate::events::connector`]) exits carry their status
 //! and are reported at the next sample (zombies included), and new pids (fork, exec) are read
 //! at the next sample instead of the next full scan, so short lives are seen; without it
 //! exits are found by the scans as above, without status.
