@@ -1,4 +1,5 @@
 //! `nasprobe-agent`: parses the flags and runs the server or the `sample` command.
+#![deny(unsafe_code)]
 
 use nasprobe_agent::config::{self, Command, Config};
 use nasprobe_agent::{daemon, server, token};

@@ -4,13 +4,15 @@
 //! them (EPIPE) are counted, never fatal. What they mean is [`crate::parse::kmsg`]'s business;
 //! which of them become events, and how many a minute, is [`KernelLog`]'s.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::Event;
+use nix::errno::Errno;
 
 use crate::parse::kmsg::{Kind, Record, classify, parse_record};
 use crate::sampler::Sampler;
+use crate::sys::fd;
 
 /// Kernel log records read per wake-up of the loop.
 const KMSG_RECORDS_PER_WAKE: usize = 64;
@@ -31,23 +33,16 @@ pub struct Kmsg {
 impl Kmsg {
     /// Opens /dev/kmsg positioned at its end. Err: why not (for the log).
     pub fn open() -> Result<Kmsg, String> {
-        // SAFETY: open(2) of a constant NUL-terminated path.
-        let raw = unsafe {
-            libc::open(
-                c"/dev/kmsg".as_ptr(),
-                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        if raw < 0 {
-            return Err(format!("/dev/kmsg: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: a fresh descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: lseek on our descriptor; SEEK_END on /dev/kmsg means "after the last record".
-        if unsafe { libc::lseek(raw, 0, libc::SEEK_END) } < 0 {
+        let fd = fd::open(
+            c"/dev/kmsg",
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+        .map_err(|e| format!("/dev/kmsg: {}", std::io::Error::from(e)))?;
+        // SEEK_END on /dev/kmsg means "after the last record".
+        if let Err(e) = fd::seek0(fd.as_fd(), libc::SEEK_END) {
             return Err(format!(
                 "/dev/kmsg: seek to the end: {}",
-                std::io::Error::last_os_error()
+                std::io::Error::from(e)
             ));
         }
         Ok(Kmsg {
@@ -66,38 +61,28 @@ impl Kmsg {
     pub fn drain(&mut self, max: usize, f: &mut dyn FnMut(Record)) -> usize {
         let mut n = 0;
         while n < max {
-            // SAFETY: read into our own buffer of its length.
-            let r = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                )
-            };
-            if r < 0 {
-                match std::io::Error::last_os_error().raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    // Overwritten before we read it; the next read gives the oldest left.
-                    Some(libc::EPIPE) => {
-                        self.lost = self.lost.saturating_add(1);
-                        continue;
-                    }
-                    // A record longer than the buffer (cannot happen with 8 KiB, but a kernel
-                    // that did it would make every read fail): skip to the end, count it.
-                    Some(libc::EINVAL) => {
-                        self.lost = self.lost.saturating_add(1);
-                        // SAFETY: lseek on our own descriptor.
-                        unsafe { libc::lseek(self.fd.as_raw_fd(), 0, libc::SEEK_END) };
-                        break;
-                    }
-                    _ => break, // EAGAIN: nothing more now
+            let r = match fd::read(self.fd.as_fd(), &mut self.buf) {
+                Ok(r) => r,
+                Err(Errno::EINTR) => continue,
+                // Overwritten before we read it; the next read gives the oldest left.
+                Err(Errno::EPIPE) => {
+                    self.lost = self.lost.saturating_add(1);
+                    continue;
                 }
-            }
+                // A record longer than the buffer (cannot happen with 8 KiB, but a kernel
+                // that did it would make every read fail): skip to the end, count it.
+                Err(Errno::EINVAL) => {
+                    self.lost = self.lost.saturating_add(1);
+                    let _ = fd::seek0(self.fd.as_fd(), libc::SEEK_END);
+                    break;
+                }
+                Err(_) => break, // EAGAIN: nothing more now
+            };
             if r == 0 {
                 break;
             }
             n += 1;
-            if let Ok(rec) = parse_record(&self.buf[..r as usize]) {
+            if let Ok(rec) = parse_record(&self.buf[..r]) {
                 f(rec);
             }
         }

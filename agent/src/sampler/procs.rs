@@ -28,7 +28,7 @@
 //! The table is two sorted arrays (old and new) merged against the sorted pid listing at each
 //! full scan: O(n), no hashing, no allocation after start.
 
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nasprobe_proto::{
     CMDLINE_LEN, COMM_LEN, Cmdline, Comm, CpuTicks, Event, ExitSeen, ExitStatus, ProcSample,
@@ -94,7 +94,7 @@ const F_EXITED: u8 = 32;
 const F_OOM: u8 = 64;
 const NO_SLOT: u16 = u16::MAX;
 
-#[derive(Clone, Copy)]
+/// One tracked process (not `Copy`: it owns its kept descriptor).
 struct Proc {
     pid: u32,
     ppid: u32,
@@ -102,8 +102,8 @@ struct Proc {
     utime: u64,
     stime: u64,
     run_delay: u64,
-    /// Kept /proc/PID/stat descriptor or -1.
-    fd: RawFd,
+    /// Kept /proc/PID/stat descriptor (closed when the entry goes).
+    fd: Option<OwnedFd>,
     /// Sample number of the last stat read, and of the last schedstat read (0: never).
     read_at: u32,
     rd_at: u32,
@@ -411,27 +411,26 @@ impl Procs {
         let mut old = std::mem::take(&mut self.table);
         let mut new = std::mem::take(&mut self.next);
         new.clear();
-        let mut i = 0;
+        let mut olds = old.drain(..).peekable();
         for &(pid, exit) in &pend {
-            while i < old.len() && old[i].pid < pid {
-                new.push(old[i]);
-                i += 1;
+            while let Some(p) = olds.next_if(|p| p.pid < pid) {
+                new.push(p);
             }
-            if i < old.len() && old[i].pid == pid {
+            if let Some(p) = olds.peek_mut().filter(|p| p.pid == pid) {
                 // Tracked already (a fork read idle, now an exec): read it in this sample.
-                old[i].flags |= F_ACTIVE;
+                p.flags |= F_ACTIVE;
                 if let Some((e, ns)) = exit {
-                    old[i].flags |= F_EXITED;
-                    old[i].exit_raw = e;
-                    old[i].exit_ns = ns;
+                    p.flags |= F_EXITED;
+                    p.exit_raw = e;
+                    p.exit_ns = ns;
                 }
                 continue;
             }
-            if new.len() + old.len() - i >= PROC_TABLE_CAP {
+            if new.len() + olds.len() >= PROC_TABLE_CAP {
                 self.table_full += 1;
                 continue;
             }
-            let mut fd = -1;
+            let mut fd = None;
             // Gone already (reaped): only the counters of the next scan show it.
             let Ok(st) = self.read_stat(root, buf, pid, &mut fd) else {
                 continue;
@@ -444,7 +443,7 @@ impl Procs {
             }
             new.push(p);
         }
-        new.extend_from_slice(&old[i..]);
+        new.extend(olds);
         old.clear();
         self.table = new;
         self.next = old;
@@ -594,13 +593,13 @@ impl Procs {
         root: &Root,
         buf: &mut [u8],
         pid: u32,
-        fd: &mut RawFd,
+        fd: &mut Option<OwnedFd>,
     ) -> Result<PidStat, ReadError> {
-        if *fd >= 0 {
-            match io::read_at(*fd, buf) {
+        if let Some(kept) = fd.as_ref() {
+            match io::read_at(kept.as_fd(), buf) {
                 Ok(b) => return self.parse(b, pid),
                 Err(e) => {
-                    close_fd(fd);
+                    *fd = None;
                     self.kept -= 1;
                     return Err(e);
                 }
@@ -609,13 +608,13 @@ impl Procs {
         self.path.clear().num(pid).bytes(b"/stat");
         let f = io::open_raw(root.fd(), self.path.as_cstr(), libc::O_RDONLY)
             .map_err(ReadError::from_errno)?;
-        let st = match io::read_at(f.as_raw_fd(), buf) {
+        let st = match io::read_at(f.as_fd(), buf) {
             Ok(b) => self.parse(b, pid)?,
             Err(e) => return Err(e),
         };
         if root.real && self.kept < KEPT_PID_FDS {
             self.kept += 1;
-            *fd = f.into_raw_fd();
+            *fd = Some(f);
         }
         Ok(st)
     }
@@ -660,18 +659,22 @@ impl Procs {
         let mut new = std::mem::take(&mut self.next);
         new.clear();
         let mut short = 0;
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < scan.len() {
-            let o = old.get(i).map_or(u32::MAX, |p| p.pid);
+        let mut j = 0;
+        let mut olds = old.drain(..).peekable();
+        loop {
+            let o = olds.peek().map_or(u32::MAX, |p| p.pid);
+            if o == u32::MAX && j >= scan.len() {
+                break;
+            }
             let s = scan.get(j).copied().unwrap_or(u32::MAX);
             if o < s || j >= scan.len() {
-                short += self.exit(&mut old[i], now_ms, emit);
-                i += 1;
+                if let Some(mut p) = olds.next() {
+                    short += self.exit(&mut p, now_ms, emit);
+                }
                 continue;
             }
             if o == s {
-                let mut p = old[i];
-                i += 1;
+                let Some(mut p) = olds.next() else { break };
                 j += 1;
                 if p.flags & F_EXITED != 0 {
                     // Ended (a zombie until its parent reaps it).
@@ -693,8 +696,7 @@ impl Procs {
                     }
                     Ok(st) => {
                         // Same pid, another start time: the old process is gone, a new one runs.
-                        let fd = p.fd;
-                        p.fd = -1;
+                        let fd = p.fd.take();
                         short += self.exit(&mut p, now_ms, emit);
                         new.push(self.new_proc(&st, fd, now_ms, priming));
                     }
@@ -708,11 +710,10 @@ impl Procs {
             }
             // s < o: a pid not in the table.
             j += 1;
-            let mut fd = -1;
+            let mut fd = None;
             if let Ok(st) = self.read_stat(root, buf, s, &mut fd) {
                 if self.kernel_exits && st.state == b'Z' {
-                    if fd >= 0 {
-                        close_fd(&mut fd);
+                    if fd.take().is_some() {
                         self.kept -= 1;
                     }
                     continue;
@@ -721,7 +722,7 @@ impl Procs {
                 new.push(self.new_proc(&st, fd, now_ms, priming));
             }
         }
-        old.clear();
+        drop(olds);
         self.table = new;
         self.next = old;
         self.scan = scan;
@@ -737,29 +738,25 @@ impl Procs {
         emit: &mut dyn FnMut(Event),
     ) -> u32 {
         let mut table = std::mem::take(&mut self.table);
-        let mut w = 0;
         let mut short = 0;
-        for r in 0..table.len() {
-            let mut p = table[r];
+        table.retain_mut(|p| {
             if p.flags & F_EXITED != 0 {
-                short += self.exit(&mut p, now_ms, emit);
-                continue;
+                short += self.exit(p, now_ms, emit);
+                return false;
             }
             if p.flags & F_ACTIVE != 0 {
                 match self.read_stat(root, buf, p.pid, &mut p.fd) {
-                    Ok(st) if st.starttime == p.start => self.update(&mut p, &st),
+                    Ok(st) if st.starttime == p.start => self.update(p, &st),
                     Ok(_) | Err(ReadError::Missing) => {
                         // Gone (or replaced: the next full scan picks the new one up).
-                        short += self.exit(&mut p, now_ms, emit);
-                        continue;
+                        short += self.exit(p, now_ms, emit);
+                        return false;
                     }
                     Err(_) => {}
                 }
             }
-            table[w] = p;
-            w += 1;
-        }
-        table.truncate(w);
+            true
+        });
         self.table = table;
         short
     }
@@ -786,7 +783,7 @@ impl Procs {
         }
     }
 
-    fn new_proc(&mut self, st: &PidStat, fd: RawFd, now_ms: u64, priming: bool) -> Proc {
+    fn new_proc(&mut self, st: &PidStat, fd: Option<OwnedFd>, now_ms: u64, priming: bool) -> Proc {
         let mut p = Proc {
             pid: st.pid,
             ppid: st.ppid,
@@ -829,8 +826,7 @@ impl Procs {
     /// A tracked process is gone: emits its exit when it lived long enough or was in a top
     /// list; returns 1 when it is only counted as short-lived.
     fn exit(&mut self, p: &mut Proc, now_ms: u64, emit: &mut dyn FnMut(Event)) -> u32 {
-        if p.fd >= 0 {
-            close_fd(&mut p.fd);
+        if p.fd.take().is_some() {
             self.kept -= 1;
         }
         let lifetime_ms = now_ms.saturating_sub(p.start * 1000 / self.hz);
@@ -985,7 +981,7 @@ impl Procs {
     /// Otherwise /proc/PID/task/*/stat is read and compared with the previous sample's reads
     /// (a process that just entered the top has no previous reads: None this time).
     fn hottest_thread(&mut self, root: &Root, buf: &mut [u8], i: usize) -> Option<ThreadSample> {
-        let p = self.table[i];
+        let p = &self.table[i];
         if p.threads <= 1 {
             return Some(ThreadSample {
                 tid: p.pid,
@@ -993,7 +989,8 @@ impl Procs {
                 ticks: p.d_utime + p.d_stime,
             });
         }
-        self.path.clear().num(p.pid).bytes(b"/task");
+        let (pid, proc_comm, proc_comm_len) = (p.pid, p.comm, p.comm_len as usize);
+        self.path.clear().num(pid).bytes(b"/task");
         let dir = io::open_raw(
             root.fd(),
             self.path.as_cstr(),
@@ -1001,30 +998,35 @@ impl Procs {
         )
         .ok()?;
         let mut tids = std::mem::take(&mut self.tids);
-        match io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut tids, THREADS_PER_PROC_MAX) {
+        match io::list_numeric(
+            Some(dir.as_fd()),
+            &mut self.dents,
+            &mut tids,
+            THREADS_PER_PROC_MAX,
+        ) {
             Ok(true) => {}
             Ok(false) => self.log_threads.warn(format_args!(
                 "process {} has more than THREADS_PER_PROC_MAX={THREADS_PER_PROC_MAX} threads: the rest are not read",
-                p.pid
+                pid
             )),
             Err(_) => {}
         }
         let mut best: Option<(u64, u32, [u8; COMM_LEN], u8)> = None;
         for &tid in &tids {
             self.path.clear().num(tid).bytes(b"/stat");
-            let Ok(b) = root_read(dir.as_raw_fd(), self.path.as_cstr(), buf) else {
+            let Ok(b) = root_read(dir.as_fd(), self.path.as_cstr(), buf) else {
                 continue;
             };
             let Ok(st) = parse_pid_stat(b) else { continue };
             let ticks = st.utime + st.stime;
             let prev = self
                 .threads
-                .binary_search_by_key(&(p.pid, tid), |t| (t.pid, t.tid))
+                .binary_search_by_key(&(pid, tid), |t| (t.pid, t.tid))
                 .ok()
                 .map(|k| self.threads[k]);
             if self.threads_next.len() < THREAD_TABLE_CAP {
                 self.threads_next.push(Thr {
-                    pid: p.pid,
+                    pid,
                     tid,
                     ticks,
                     at: self.sample_no,
@@ -1044,7 +1046,7 @@ impl Procs {
         self.tids = tids;
         let (d, tid, c, n) = best?;
         let name = &c[..n as usize];
-        let comm = if name == p.comm() {
+        let comm = if name == &proc_comm[..proc_comm_len] {
             None
         } else {
             let mut s = Comm::new();
@@ -1073,7 +1075,7 @@ impl Procs {
         self.path.clear().num(pid).bytes(b"/cmdline");
         let n = CMDLINE_READ.min(buf.len());
         let raw: &[u8] = match io::open_raw(root.fd(), self.path.as_cstr(), libc::O_RDONLY) {
-            Ok(f) => match io::read_at(f.as_raw_fd(), &mut buf[..n]) {
+            Ok(f) => match io::read_at(f.as_fd(), &mut buf[..n]) {
                 Ok(b) => b,
                 Err(ReadError::Full) => &buf[..n],
                 Err(_) => &[],
@@ -1094,21 +1096,13 @@ impl Procs {
     }
 }
 
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for p in self.table.iter_mut() {
-            close_fd(&mut p.fd);
-        }
-    }
-}
-
 fn root_read<'b>(
-    dir: RawFd,
+    dir: BorrowedFd<'_>,
     rel: &std::ffi::CStr,
     buf: &'b mut [u8],
 ) -> Result<&'b [u8], ReadError> {
-    let f = io::open_raw(dir, rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
-    io::read_at(f.as_raw_fd(), buf)
+    let f = io::open_raw(Some(dir), rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
+    io::read_at(f.as_fd(), buf)
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of the connector's timestamps.
@@ -1116,14 +1110,6 @@ fn mono_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
         .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
         .unwrap_or(0)
-}
-
-fn close_fd(fd: &mut RawFd) {
-    if *fd >= 0 {
-        // SAFETY: the descriptor is owned by the table entry and closed exactly once.
-        unsafe { libc::close(*fd) };
-        *fd = -1;
-    }
 }
 
 /// Per-interval average of a delta over `n` intervals, rounded to nearest but never rounding
@@ -1156,7 +1142,7 @@ mod tests {
             utime: 0,
             stime: 0,
             run_delay: 0,
-            fd: -1,
+            fd: None,
             read_at: 0,
             rd_at: 0,
             threads: 1,
