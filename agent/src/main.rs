@@ -62,7 +62,7 @@ fn main() {
     };
     let code = match cfg.command {
         Command::Help => {
-            print!("{}", config::USAGE);
+            print!("{}", config::usage());
             exit::OK
         }
         Command::Version => {
