@@ -18,9 +18,8 @@ use nasprobe_proto::{
 
 use super::files::Files;
 use super::io::{self, Once, PathBuf64, Root};
-use crate::parse::tcp_conn::{
-    DiagItem, DiagSock, ProcTcp, dump_messages, dump_request, proc_net_tcp, socket_inode,
-};
+use crate::parse::proc_net_tcp::{ProcTcp, proc_net_tcp, socket_inode};
+use crate::parse::sock_diag::{DiagItem, DiagSock, dump_messages, dump_request};
 use crate::sys::{self, netlink};
 
 /// Descriptors looked at per process (a server with thousands of clients is cut here).
@@ -429,9 +428,9 @@ mod tests {
         let mut c = Conns::new(true);
         let top = [(pid, Comm::try_from("sleep").unwrap())];
         let redact = |raw: &[u8], out: &mut Cmdline| {
-            crate::parse::pid::format_cmdline(
+            crate::parse::cmdline::format_cmdline(
                 raw,
-                crate::parse::pid::DEFAULT_REDACT.iter().copied(),
+                crate::parse::cmdline::DEFAULT_REDACT.iter().copied(),
                 nasprobe_proto::CMDLINE_LEN,
                 out,
             )

@@ -18,7 +18,8 @@ use nasprobe_proto::{
 };
 
 use super::io::{self, Once, PathBuf64, Root};
-use crate::parse::fdinfo::{access, parse_fdinfo, parse_pid_io};
+use crate::parse::fdinfo::{access, parse_fdinfo};
+use crate::parse::pid_io::parse_pid_io;
 use crate::sys;
 
 /// Processes whose `/proc/PID/io` is read per round (the running, I/O-sleeping and busy ones;

@@ -33,9 +33,10 @@ use nasprobe_proto::{
 };
 
 use crate::config::Config;
-use crate::parse::cpu::{self, CPU_FIELDS, CpuRaw, ProcStat, parse_stat};
-use crate::parse::mem::{VmStat, estimate_available, parse_meminfo, parse_vmstat};
-use crate::parse::net::{TcpCounters, parse_netstat, parse_snmp};
+use crate::parse::meminfo::{estimate_available, parse_meminfo};
+use crate::parse::proc_stat::{self, CPU_FIELDS, CpuRaw, ProcStat, parse_stat};
+use crate::parse::snmp::{TcpCounters, parse_netstat, parse_snmp};
+use crate::parse::vmstat::{VmStat, parse_vmstat};
 use crate::parse::{sysfs, to_label};
 use crate::sys::process::sysconf;
 use delta::{opt_step, u32s};
@@ -511,7 +512,7 @@ fn cpu_delta(prev: &CpuRaw, cur: &CpuRaw) -> CpuTicks {
     for i in 0..CPU_FIELDS {
         match step(prev[i], cur[i]) {
             Some(v) => d[i] = u32s(v),
-            None if i == cpu::IOWAIT => d[i] = 0,
+            None if i == proc_stat::IOWAIT => d[i] = 0,
             None => {
                 return CpuTicks {
                     flags: flags::RESET,
@@ -522,14 +523,14 @@ fn cpu_delta(prev: &CpuRaw, cur: &CpuRaw) -> CpuTicks {
     }
     CpuTicks {
         flags: 0,
-        user: d[cpu::USER],
-        nice: d[cpu::NICE],
-        system: d[cpu::SYSTEM],
-        idle: d[cpu::IDLE],
-        iowait: d[cpu::IOWAIT],
-        irq: d[cpu::IRQ],
-        softirq: d[cpu::SOFTIRQ],
-        steal: d[cpu::STEAL],
+        user: d[proc_stat::USER],
+        nice: d[proc_stat::NICE],
+        system: d[proc_stat::SYSTEM],
+        idle: d[proc_stat::IDLE],
+        iowait: d[proc_stat::IOWAIT],
+        irq: d[proc_stat::IRQ],
+        softirq: d[proc_stat::SOFTIRQ],
+        steal: d[proc_stat::STEAL],
     }
 }
 

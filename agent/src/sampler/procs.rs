@@ -38,8 +38,10 @@ use nasprobe_proto::{
 use super::delta::{step, u32s};
 use super::io::{self, Once, PathBuf64, ReadError, Root};
 use crate::config::{Config, ScanPolicy};
+use crate::parse::cmdline::{DEFAULT_REDACT, format_cmdline};
 use crate::parse::cn_proc::ExitCode;
-use crate::parse::pid::{DEFAULT_REDACT, PidStat, format_cmdline, parse_pid_stat, parse_schedstat};
+use crate::parse::pid_stat::{PidStat, parse_pid_stat};
+use crate::parse::schedstat::parse_schedstat;
 
 /// Processes tracked at once. pid_max defaults to 32768 and a NAS runs 100-400 processes;
 /// 8192 leaves 20x headroom and holds the 5,000-process benchmark tree. Two arrays of this
