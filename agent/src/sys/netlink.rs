@@ -45,7 +45,8 @@ pub(crate) fn set_int_option(fd: BorrowedFd<'_>, opt: libc::c_int, value: libc::
 pub(crate) fn set_recv_timeout(fd: BorrowedFd<'_>, usec: u32) -> bool {
     let tv = libc::timeval {
         tv_sec: 0,
-        tv_usec: usec as libc::suseconds_t,
+        // `as _`: suseconds_t is i64 or i32 (armv7 musl) and its alias is deprecated there.
+        tv_usec: usec as _,
     };
     // SAFETY: setsockopt with a live timeval and its size.
     let r = unsafe {
