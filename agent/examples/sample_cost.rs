@@ -76,7 +76,7 @@ fn main() {
     };
     let mut s = Sampler::new(&cfg);
     let mut connector = with_connector.then(|| {
-        nasprobe_agent::connector::Connector::open(std::time::Duration::from_secs(1))
+        nasprobe_agent::events::connector::Connector::open(std::time::Duration::from_secs(1))
             .unwrap_or_else(|e| {
                 eprintln!("sample_cost: --connector: {e}");
                 std::process::exit(2);

@@ -144,7 +144,8 @@ impl Default for Config {
     }
 }
 
-pub const USAGE: &str = "\
+/// The help text's head: what the agent is and its two forms (the flags follow, from [`FLAGS`]).
+const USAGE_HEAD: &str = "\
 nasprobe-agent: samples CPU (per core and per thread), processes, disks, NICs and memory,
 and serves them to nasprobe collectors.
 
@@ -153,47 +154,433 @@ USAGE:
     nasprobe-agent sample [--count N] [--json]   print what the agent sees and exit
 
 FLAGS:
-    --listen ADDR:PORT      address to listen on [default: 0.0.0.0:7451]
-    --token-file PATH       shared token (created with 32 random bytes, mode 0600, if missing)
-                            [default: /etc/nasprobe/token]
-    --interval MS           sampling interval [default: 1000, minimum 100]
-    --history-bytes N       history ring size [default: 4194304]
-    --name NAME             host name reported to collectors [default: the host name]
-    --proc-root DIR         where procfs is [default: /proc]
-    --sys-root DIR          where sysfs is [default: /sys]
-    --pidfile PATH          write the pid here
-    --log-file PATH         log here instead of stderr
-    --mount PATH            sample used/free bytes of this filesystem (repeatable)
-    --link-speed IF=MBIT    link speed of IF when the kernel reports none or a wrong one (repeatable)
-    --top N                 top processes per sample [default: 8, at most 16]
-    --cmdline-bytes N       cut command lines to N bytes [default: 256]
-    --scan POLICY           which /proc/PID to read each sample: `all`; `every:N` (every pid
-                            every N samples, the busy ones in between); `adaptive[:S]` (the
-                            busy ones and new pids; every pid when the host's busy CPU is not
-                            accounted for, or S seconds after the last time; without the
-                            process connector at most 5 samples apart) [default: adaptive:120]
-    --event-min-lifetime MS processes living this long get start/exit events [default: 5000]
-    --partitions            report partitions on their own instead of folding them into the disk
-    --max-clients N         concurrent collectors [default: 4]
-    --handshake-timeout MS  time a collector has to authenticate and resume [default: 5000]
-    --stall-timeout MS      drop a collector that reads nothing for this long [default: 15000]
-    --client-sndbuf BYTES   socket send buffer per collector [default: the kernel's]
-    --nice N                scheduling niceness [default: 19]
-    --cpu N                 pin the agent to CPU N
-    --redact PATTERN        mask what follows PATTERN in command lines (repeatable; added to
-                            password=, --password, token=, key=)
-    --allow-tests           run the tests collectors ask for (nasprobe test disk / net): a
-                            file written and read in the folder named (at most 25% of the
-                            free space), or plain TCP streams sent or received; at most 60 s,
-                            one at a time, one a minute [default: off]
-    --test-port PORT        where test net streams arrive [default: 7452]
-    --no-connector          do not use the kernel's process connector (exit status): find
-                            exits by scanning /proc only, as on a kernel that refuses it
-    --no-open-files         do not send which files the transfer's processes have open
-                            (paths, positions, sizes: the item a copy is on)
-    -h, --help              this text
-    -V, --version           version
 ";
+
+/// Where a flag's help starts (and its continuation lines are indented to).
+const HELP_COLUMN: usize = 28;
+
+/// The flags being parsed: the config, and `sample`'s own two flags until the end.
+pub(crate) struct Parsing {
+    cfg: Config,
+    sample_count: u32,
+    sample_json: bool,
+}
+
+/// One flag: how `--help` shows it and what it does. [`FLAGS`] is the one list of them.
+pub(crate) struct Flag {
+    /// `--long` without the dashes.
+    pub long: &'static str,
+    pub short: Option<char>,
+    /// The value's name in the help (`""`: the flag takes none).
+    pub value: &'static str,
+    /// The help text, lines after the first indented under it; `""`: not listed under FLAGS
+    /// (`sample`'s flags, shown in the USAGE lines).
+    pub help: &'static str,
+    /// Applies the flag (reading its value from the parser).
+    pub set: fn(&mut Parsing, &mut lexopt::Parser) -> Result<(), String>,
+}
+
+type P<'a> = &'a mut lexopt::Parser;
+
+/// Every flag of the agent, in the order `--help` lists them.
+pub(crate) const FLAGS: &[Flag] = &[
+    Flag {
+        long: "count",
+        short: None,
+        value: "N",
+        help: "",
+        set: |a, p: P| {
+            a.sample_count = parse_num(p, "--count")?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "json",
+        short: None,
+        value: "",
+        help: "",
+        set: |a, _| {
+            a.sample_json = true;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "listen",
+        short: None,
+        value: "ADDR:PORT",
+        help: "address to listen on [default: 0.0.0.0:7451]",
+        set: |a, p: P| {
+            let v = string(p)?;
+            a.cfg.listen = v
+                .parse()
+                .map_err(|_| format!("--listen: '{v}' is not ADDR:PORT (e.g. 0.0.0.0:7451)"))?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "token-file",
+        short: None,
+        value: "PATH",
+        help: "shared token (created with 32 random bytes, mode 0600, if missing)\n\
+               [default: /etc/nasprobe/token]",
+        set: |a, p: P| {
+            a.cfg.token_file = path(p)?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "interval",
+        short: None,
+        value: "MS",
+        help: "sampling interval [default: 1000, minimum 100]",
+        set: |a, p: P| {
+            a.cfg.interval_ms = parse_num(p, "--interval")?;
+            let min = min_interval_ms();
+            if a.cfg.interval_ms < min {
+                return Err(format!("--interval: at least {min} ms"));
+            }
+            Ok(())
+        },
+    },
+    Flag {
+        long: "history-bytes",
+        short: None,
+        value: "N",
+        help: "history ring size [default: 4194304]",
+        set: |a, p: P| {
+            a.cfg.history_bytes = parse_num(p, "--history-bytes")?;
+            if a.cfg.history_bytes < MIN_HISTORY_BYTES {
+                return Err(format!("--history-bytes: at least {MIN_HISTORY_BYTES}"));
+            }
+            Ok(())
+        },
+    },
+    Flag {
+        long: "name",
+        short: None,
+        value: "NAME",
+        help: "host name reported to collectors [default: the host name]",
+        set: |a, p: P| {
+            a.cfg.name = Some(string(p)?);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "proc-root",
+        short: None,
+        value: "DIR",
+        help: "where procfs is [default: /proc]",
+        set: |a, p: P| {
+            a.cfg.proc_root = path(p)?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "sys-root",
+        short: None,
+        value: "DIR",
+        help: "where sysfs is [default: /sys]",
+        set: |a, p: P| {
+            a.cfg.sys_root = path(p)?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "pidfile",
+        short: None,
+        value: "PATH",
+        help: "write the pid here",
+        set: |a, p: P| {
+            a.cfg.pidfile = Some(path(p)?);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "log-file",
+        short: None,
+        value: "PATH",
+        help: "log here instead of stderr",
+        set: |a, p: P| {
+            a.cfg.log_file = Some(path(p)?);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "mount",
+        short: None,
+        value: "PATH",
+        help: "sample used/free bytes of this filesystem (repeatable)",
+        set: |a, p: P| {
+            a.cfg.mounts.push(path(p)?);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "link-speed",
+        short: None,
+        value: "IF=MBIT",
+        help: "link speed of IF when the kernel reports none or a wrong one (repeatable)",
+        set: |a, p: P| {
+            let v = string(p)?;
+            let (ifname, mbit) = v
+                .split_once('=')
+                .and_then(|(i, m)| Some((i.to_string(), m.parse::<u32>().ok()?)))
+                .filter(|(i, m)| !i.is_empty() && *m > 0)
+                .ok_or_else(|| format!("--link-speed: '{v}' is not IF=MBIT (e.g. eth0=1000)"))?;
+            a.cfg.link_speeds.push((ifname, mbit));
+            Ok(())
+        },
+    },
+    Flag {
+        long: "top",
+        short: None,
+        value: "N",
+        help: "top processes per sample [default: 8, at most 16]",
+        set: |a, p: P| {
+            a.cfg.top = parse_num(p, "--top")?;
+            if a.cfg.top > nasprobe_proto::MAX_TOP_PROCS {
+                return Err(format!("--top: at most {}", nasprobe_proto::MAX_TOP_PROCS));
+            }
+            Ok(())
+        },
+    },
+    Flag {
+        long: "cmdline-bytes",
+        short: None,
+        value: "N",
+        help: "cut command lines to N bytes [default: 256]",
+        set: |a, p: P| {
+            let n: usize = parse_num(p, "--cmdline-bytes")?;
+            a.cfg.cmdline_bytes = n.min(nasprobe_proto::CMDLINE_LEN);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "scan",
+        short: None,
+        value: "POLICY",
+        help: "which /proc/PID to read each sample: `all`; `every:N` (every pid\n\
+               every N samples, the busy ones in between); `adaptive[:S]` (the\n\
+               busy ones and new pids; every pid when the host's busy CPU is not\n\
+               accounted for, or S seconds after the last time; without the\n\
+               process connector at most 5 samples apart) [default: adaptive:120]",
+        set: |a, p: P| {
+            a.cfg.scan = scan_policy(&string(p)?)?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "event-min-lifetime",
+        short: None,
+        value: "MS",
+        help: "processes living this long get start/exit events [default: 5000]",
+        set: |a, p: P| {
+            a.cfg.event_min_lifetime_ms = parse_num(p, "--event-min-lifetime")?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "partitions",
+        short: None,
+        value: "",
+        help: "report partitions on their own instead of folding them into the disk",
+        set: |a, _| {
+            a.cfg.partitions = true;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "max-clients",
+        short: None,
+        value: "N",
+        help: "concurrent collectors [default: 4]",
+        set: |a, p: P| {
+            a.cfg.max_clients = parse_num(p, "--max-clients")?;
+            if a.cfg.max_clients == 0 {
+                return Err("--max-clients: at least 1".into());
+            }
+            Ok(())
+        },
+    },
+    Flag {
+        long: "handshake-timeout",
+        short: None,
+        value: "MS",
+        help: "time a collector has to authenticate and resume [default: 5000]",
+        set: |a, p: P| {
+            let ms: u32 = parse_num(p, "--handshake-timeout")?;
+            a.cfg.handshake_timeout_ms = ms.max(100);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "stall-timeout",
+        short: None,
+        value: "MS",
+        help: "drop a collector that reads nothing for this long [default: 15000]",
+        set: |a, p: P| {
+            let ms: u32 = parse_num(p, "--stall-timeout")?;
+            a.cfg.stall_timeout_ms = ms.max(100);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "client-sndbuf",
+        short: None,
+        value: "BYTES",
+        help: "socket send buffer per collector [default: the kernel's]",
+        set: |a, p: P| {
+            a.cfg.client_sndbuf = parse_num(p, "--client-sndbuf")?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "nice",
+        short: None,
+        value: "N",
+        help: "scheduling niceness [default: 19]",
+        set: |a, p: P| {
+            let v = string(p)?;
+            a.cfg.nice = v
+                .parse()
+                .ok()
+                .filter(|n| (-20..=19).contains(n))
+                .ok_or_else(|| format!("--nice: '{v}' is not in -20..=19"))?;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "cpu",
+        short: None,
+        value: "N",
+        help: "pin the agent to CPU N",
+        set: |a, p: P| {
+            a.cfg.cpu = Some(parse_num(p, "--cpu")?);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "redact",
+        short: None,
+        value: "PATTERN",
+        help: "mask what follows PATTERN in command lines (repeatable; added to\n\
+               password=, --password, token=, key=)",
+        set: |a, p: P| {
+            a.cfg.redact.push(string(p)?);
+            Ok(())
+        },
+    },
+    Flag {
+        long: "allow-tests",
+        short: None,
+        value: "",
+        help: "run the tests collectors ask for (nasprobe test disk / net): a\n\
+               file written and read in the folder named (at most 25% of the\n\
+               free space), or plain TCP streams sent or received; at most 60 s,\n\
+               one at a time, one a minute [default: off]",
+        set: |a, _| {
+            a.cfg.allow_tests = true;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "test-port",
+        short: None,
+        value: "PORT",
+        help: "where test net streams arrive [default: 7452]",
+        set: |a, p: P| {
+            a.cfg.test_port = parse_num(p, "--test-port")?;
+            if a.cfg.test_port == 0 {
+                return Err("--test-port must be 1..65535".into());
+            }
+            Ok(())
+        },
+    },
+    Flag {
+        long: "no-connector",
+        short: None,
+        value: "",
+        help: "do not use the kernel's process connector (exit status): find\n\
+               exits by scanning /proc only, as on a kernel that refuses it",
+        set: |a, _| {
+            a.cfg.connector = false;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "no-open-files",
+        short: None,
+        value: "",
+        help: "do not send which files the transfer's processes have open\n\
+               (paths, positions, sizes: the item a copy is on)",
+        set: |a, _| {
+            a.cfg.open_files = false;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "help",
+        short: Some('h'),
+        value: "",
+        help: "this text",
+        set: |a, _| {
+            a.cfg.command = Command::Help;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "version",
+        short: Some('V'),
+        value: "",
+        help: "version",
+        set: |a, _| {
+            a.cfg.command = Command::Version;
+            Ok(())
+        },
+    },
+];
+
+/// `--help`: [`USAGE_HEAD`], then every listed flag of [`FLAGS`].
+pub fn usage() -> String {
+    let mut out = String::from(USAGE_HEAD);
+    for f in FLAGS.iter().filter(|f| !f.help.is_empty()) {
+        let mut spec = match f.short {
+            Some(c) => format!("-{c}, --{}", f.long),
+            None => format!("--{}", f.long),
+        };
+        if !f.value.is_empty() {
+            spec.push(' ');
+            spec.push_str(f.value);
+        }
+        let mut lines = f.help.lines();
+        let first = lines.next().unwrap_or("");
+        out.push_str(&format!("    {spec:<w$}{first}\n", w = HELP_COLUMN - 4));
+        for l in lines {
+            out.push_str(&format!("{:HELP_COLUMN$}{l}\n", ""));
+        }
+    }
+    out
+}
+
+/// `--scan`'s value.
+fn scan_policy(v: &str) -> Result<ScanPolicy, String> {
+    Ok(match v {
+        "all" => ScanPolicy::All,
+        "adaptive" => ScanPolicy::Adaptive(ADAPTIVE_MAX_SECONDS),
+        _ => match (
+            v.strip_prefix("every:").and_then(|n| n.parse().ok()),
+            v.strip_prefix("adaptive:").and_then(|n| n.parse().ok()),
+        ) {
+            (Some(n), _) if n >= 1 => ScanPolicy::Every(n),
+            (_, Some(s)) if s >= 1 => ScanPolicy::Adaptive(s),
+            _ => {
+                return Err(format!(
+                    "--scan: '{v}' is not 'all', 'every:N' or 'adaptive[:SECONDS]'"
+                ));
+            }
+        },
+    })
+}
 
 /// Parses the agent's arguments (without the program name).
 pub fn parse_args<I>(args: I) -> Result<Config, String>
@@ -202,134 +589,36 @@ where
     I::Item: Into<std::ffi::OsString>,
 {
     use lexopt::prelude::*;
-    let mut cfg = Config::default();
+    let mut a = Parsing {
+        cfg: Config::default(),
+        sample_count: 1,
+        sample_json: false,
+    };
     let mut parser = lexopt::Parser::from_args(args);
-    let mut sample_count = 1u32;
-    let mut sample_json = false;
     let err = |e: lexopt::Error| e.to_string();
     while let Some(arg) = parser.next().map_err(err)? {
-        match arg {
-            Value(v) if v == "sample" && cfg.command == Command::Serve => {
-                cfg.command = Command::Sample {
+        let flag = match &arg {
+            Value(v) if v == "sample" && a.cfg.command == Command::Serve => {
+                a.cfg.command = Command::Sample {
                     count: 1,
                     json: false,
                 };
+                continue;
             }
-            Long("count") => sample_count = parse_num(&mut parser, "--count")?,
-            Long("json") => sample_json = true,
-            Long("listen") => {
-                let v = string(&mut parser)?;
-                cfg.listen = v
-                    .parse()
-                    .map_err(|_| format!("--listen: '{v}' is not ADDR:PORT (e.g. 0.0.0.0:7451)"))?;
-            }
-            Long("token-file") => cfg.token_file = path(&mut parser)?,
-            Long("interval") => {
-                cfg.interval_ms = parse_num(&mut parser, "--interval")?;
-                let min = min_interval_ms();
-                if cfg.interval_ms < min {
-                    return Err(format!("--interval: at least {min} ms"));
-                }
-            }
-            Long("history-bytes") => {
-                cfg.history_bytes = parse_num(&mut parser, "--history-bytes")?;
-                if cfg.history_bytes < MIN_HISTORY_BYTES {
-                    return Err(format!("--history-bytes: at least {MIN_HISTORY_BYTES}"));
-                }
-            }
-            Long("name") => cfg.name = Some(string(&mut parser)?),
-            Long("proc-root") => cfg.proc_root = path(&mut parser)?,
-            Long("sys-root") => cfg.sys_root = path(&mut parser)?,
-            Long("pidfile") => cfg.pidfile = Some(path(&mut parser)?),
-            Long("log-file") => cfg.log_file = Some(path(&mut parser)?),
-            Long("mount") => cfg.mounts.push(path(&mut parser)?),
-            Long("link-speed") => {
-                let v = string(&mut parser)?;
-                let (ifname, mbit) = v
-                    .split_once('=')
-                    .and_then(|(i, m)| Some((i.to_string(), m.parse::<u32>().ok()?)))
-                    .filter(|(i, m)| !i.is_empty() && *m > 0)
-                    .ok_or_else(|| {
-                        format!("--link-speed: '{v}' is not IF=MBIT (e.g. eth0=1000)")
-                    })?;
-                cfg.link_speeds.push((ifname, mbit));
-            }
-            Long("top") => {
-                cfg.top = parse_num(&mut parser, "--top")?;
-                if cfg.top > nasprobe_proto::MAX_TOP_PROCS {
-                    return Err(format!("--top: at most {}", nasprobe_proto::MAX_TOP_PROCS));
-                }
-            }
-            Long("cmdline-bytes") => {
-                cfg.cmdline_bytes = parse_num(&mut parser, "--cmdline-bytes")?;
-                cfg.cmdline_bytes = cfg.cmdline_bytes.min(nasprobe_proto::CMDLINE_LEN);
-            }
-            Long("scan") => {
-                let v = string(&mut parser)?;
-                cfg.scan = match v.as_str() {
-                    "all" => ScanPolicy::All,
-                    "adaptive" => ScanPolicy::Adaptive(ADAPTIVE_MAX_SECONDS),
-                    _ => match (
-                        v.strip_prefix("every:").and_then(|n| n.parse().ok()),
-                        v.strip_prefix("adaptive:").and_then(|n| n.parse().ok()),
-                    ) {
-                        (Some(n), _) if n >= 1 => ScanPolicy::Every(n),
-                        (_, Some(s)) if s >= 1 => ScanPolicy::Adaptive(s),
-                        _ => {
-                            return Err(format!(
-                                "--scan: '{v}' is not 'all', 'every:N' or 'adaptive[:SECONDS]'"
-                            ));
-                        }
-                    },
-                };
-            }
-            Long("event-min-lifetime") => {
-                cfg.event_min_lifetime_ms = parse_num(&mut parser, "--event-min-lifetime")?
-            }
-            Long("partitions") => cfg.partitions = true,
-            Long("allow-tests") => cfg.allow_tests = true,
-            Long("test-port") => {
-                cfg.test_port = parse_num(&mut parser, "--test-port")?;
-                if cfg.test_port == 0 {
-                    return Err("--test-port must be 1..65535".into());
-                }
-            }
-            Long("max-clients") => {
-                cfg.max_clients = parse_num(&mut parser, "--max-clients")?;
-                if cfg.max_clients == 0 {
-                    return Err("--max-clients: at least 1".into());
-                }
-            }
-            Long("handshake-timeout") => {
-                cfg.handshake_timeout_ms = parse_num(&mut parser, "--handshake-timeout")?;
-                cfg.handshake_timeout_ms = cfg.handshake_timeout_ms.max(100);
-            }
-            Long("stall-timeout") => {
-                cfg.stall_timeout_ms = parse_num(&mut parser, "--stall-timeout")?;
-                cfg.stall_timeout_ms = cfg.stall_timeout_ms.max(100);
-            }
-            Long("client-sndbuf") => cfg.client_sndbuf = parse_num(&mut parser, "--client-sndbuf")?,
-            Long("nice") => {
-                let v = string(&mut parser)?;
-                cfg.nice = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (-20..=19).contains(n))
-                    .ok_or_else(|| format!("--nice: '{v}' is not in -20..=19"))?;
-            }
-            Long("cpu") => cfg.cpu = Some(parse_num(&mut parser, "--cpu")?),
-            Long("redact") => cfg.redact.push(string(&mut parser)?),
-            Long("no-connector") => cfg.connector = false,
-            Long("no-open-files") => cfg.open_files = false,
-            Short('h') | Long("help") => cfg.command = Command::Help,
-            Short('V') | Long("version") => cfg.command = Command::Version,
-            _ => return Err(arg.unexpected().to_string()),
+            Long(name) => FLAGS.iter().find(|f| f.long == *name),
+            Short(c) => FLAGS.iter().find(|f| f.short == Some(*c)),
+            _ => None,
+        };
+        match flag {
+            Some(f) => (f.set)(&mut a, &mut parser)?,
+            None => return Err(arg.unexpected().to_string()),
         }
     }
+    let mut cfg = a.cfg;
     if let Command::Sample { .. } = cfg.command {
         cfg.command = Command::Sample {
-            count: sample_count,
-            json: sample_json,
+            count: a.sample_count,
+            json: a.sample_json,
         };
     }
     Ok(cfg)
@@ -355,6 +644,29 @@ fn parse_num<T: std::str::FromStr>(p: &mut lexopt::Parser, flag: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_text_is_the_flag_table() {
+        assert_eq!(usage(), include_str!("../tests/data/usage.txt"));
+        // Every flag of the table is dispatched (a bad value is its own error, not an unknown
+        // flag), by its long and its short name.
+        let unknown = parse_args(["--bogus"]).unwrap_err();
+        let unknown = unknown.split('\'').next().unwrap();
+        for f in FLAGS {
+            let mut args = vec![format!("--{}", f.long)];
+            if !f.value.is_empty() {
+                args.push("1".into());
+            }
+            let r = parse_args(args);
+            assert!(
+                r.as_ref().err().is_none_or(|e| !e.starts_with(unknown)),
+                "--{}: {r:?}",
+                f.long
+            );
+        }
+        assert_eq!(parse_args(["-h"]).unwrap().command, Command::Help);
+        assert_eq!(parse_args(["-V"]).unwrap().command, Command::Version);
+    }
 
     #[test]
     fn defaults_and_flags() {
@@ -416,7 +728,7 @@ mod tests {
     fn connector_is_on_unless_turned_off() {
         assert!(Config::default().connector);
         assert!(!parse_args(["--no-connector"]).unwrap().connector);
-        assert!(USAGE.contains("--no-connector"));
+        assert!(usage().contains("--no-connector"));
         assert!(!parse_args(["--no-open-files"]).unwrap().open_files);
         assert!(parse_args(Vec::<String>::new()).unwrap().open_files);
     }

@@ -1,4 +1,5 @@
 //! `nasprobe-agent`: parses the flags and runs the server or the `sample` command.
+#![deny(unsafe_code)]
 
 use nasprobe_agent::config::{self, Command, Config};
 use nasprobe_agent::{daemon, server, token};
@@ -61,7 +62,7 @@ fn main() {
     };
     let code = match cfg.command {
         Command::Help => {
-            print!("{}", config::USAGE);
+            print!("{}", config::usage());
             exit::OK
         }
         Command::Version => {

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -227,8 +227,7 @@ fn mem_available() -> Option<u64> {
 }
 
 fn drop_cache(f: &File) -> bool {
-    // SAFETY: an advisory call on an fd we own.
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
+    crate::sys::fd::drop_cache(f.as_fd())
 }
 
 /// `nasprobe test disk`: see [`DiskResult`].
@@ -618,7 +617,7 @@ fn net_send(n: &NetSend, cancel: &AtomicBool) -> TestResult {
                             }
                         }
                         s.shutdown(std::net::Shutdown::Write).ok();
-                        (sent, retransmits(&s))
+                        (sent, crate::sys::socket::total_retransmits(&s))
                     })
                     .ok()
             })
@@ -650,23 +649,6 @@ fn net_send(n: &NetSend, cancel: &AtomicBool) -> TestResult {
         }
     }
     TestResult::Net(runs)
-}
-
-/// The socket's total retransmissions (`tcpi_total_retrans`), 0 when unreadable.
-fn retransmits(s: &std::net::TcpStream) -> u32 {
-    // SAFETY: getsockopt fills at most `len` bytes of a zeroed tcp_info we own.
-    unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let r = libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        if r == 0 { info.tcpi_total_retrans } else { 0 }
-    }
 }
 
 #[cfg(test)]

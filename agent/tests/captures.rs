@@ -10,11 +10,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use nasprobe_agent::parse::cpu::{ProcStat, parse_stat};
-use nasprobe_agent::parse::disk::diskstats;
-use nasprobe_agent::parse::mem::{parse_meminfo, parse_vmstat};
-use nasprobe_agent::parse::net::{TcpCounters, net_dev, parse_netstat, parse_snmp};
-use nasprobe_agent::parse::pid::parse_pid_stat;
+use nasprobe_agent::parse::diskstats::diskstats;
+use nasprobe_agent::parse::meminfo::parse_meminfo;
+use nasprobe_agent::parse::net_dev::net_dev;
+use nasprobe_agent::parse::pid_stat::parse_pid_stat;
+use nasprobe_agent::parse::proc_stat::{ProcStat, parse_stat};
+use nasprobe_agent::parse::snmp::{TcpCounters, parse_netstat, parse_snmp};
+use nasprobe_agent::parse::vmstat::parse_vmstat;
 use nasprobe_agent::parse::{ParseError, sysfs};
 
 fn captures() -> Option<PathBuf> {

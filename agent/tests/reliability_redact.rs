@@ -2,7 +2,7 @@
 //! over a generated /proc tree whose busy processes carry secrets the default list masks
 //! (`--password VALUE`, `password=`, `token=`, `key=`) and one only `--redact` masks; every byte
 //! the agent sends on the wire for a few seconds (process samples with command lines, start
-//! events) is searched for the secrets. `parse::pid` unit tests cover the masking rules; this
+//! events) is searched for the secrets. `parse::cmdline` unit tests cover the masking rules; this
 //! checks that nothing on the way (top list, events, first-report cmdline) bypasses them.
 
 mod server_common;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use nasprobe_agent::config::{Config, ScanPolicy};
-use nasprobe_agent::parse::{cpu, disk, mem, net, pid};
+use nasprobe_agent::parse::{diskstats, meminfo, pid_stat, proc_stat, schedstat, snmp, vmstat};
 use nasprobe_agent::sampler::Sampler;
 use nasprobe_proto::{Event, Hello, Sample};
 
@@ -47,26 +47,26 @@ fn two_samples(s: &mut Sampler) -> (Sample, Vec<Event>) {
 
 #[test]
 fn v618_capture() {
-    let mut st = cpu::ProcStat::default();
-    cpu::parse_stat(&read(&format!("{V618}/proc/stat")), &mut st).unwrap();
+    let mut st = proc_stat::ProcStat::default();
+    proc_stat::parse_stat(&read(&format!("{V618}/proc/stat")), &mut st).unwrap();
     assert_eq!(st.cpus.len(), 2);
     assert!(st.ctxt.is_some() && st.processes.is_some() && st.procs_running.is_some());
-    let m = mem::parse_meminfo(&read(&format!("{V618}/proc/meminfo"))).unwrap();
+    let m = meminfo::parse_meminfo(&read(&format!("{V618}/proc/meminfo"))).unwrap();
     assert!(m.available.is_some() && m.sreclaimable.is_some());
-    let v = mem::parse_vmstat(&read(&format!("{V618}/proc/vmstat"))).unwrap();
+    let v = vmstat::parse_vmstat(&read(&format!("{V618}/proc/vmstat"))).unwrap();
     assert!(v.allocstall.is_some() && v.pgscan_direct.is_some());
-    for l in disk::diskstats(&read(&format!("{V618}/proc/diskstats"))) {
+    for l in diskstats::diskstats(&read(&format!("{V618}/proc/diskstats"))) {
         l.unwrap();
     }
-    let mut t = net::TcpCounters::default();
-    net::parse_snmp(&read(&format!("{V618}/proc/net/snmp")), &mut t).unwrap();
-    net::parse_netstat(&read(&format!("{V618}/proc/net/netstat")), &mut t).unwrap();
+    let mut t = snmp::TcpCounters::default();
+    snmp::parse_snmp(&read(&format!("{V618}/proc/net/snmp")), &mut t).unwrap();
+    snmp::parse_netstat(&read(&format!("{V618}/proc/net/netstat")), &mut t).unwrap();
     assert!(t.retrans_segs.is_some() && t.timeouts.is_some() && t.listen_drops.is_some());
     for dir in std::fs::read_dir(data(&format!("{V618}/proc"))).unwrap() {
         let dir = dir.unwrap().path();
         if dir.join("stat").exists() {
-            let p = pid::parse_pid_stat(&std::fs::read(dir.join("stat")).unwrap()).unwrap();
-            pid::parse_schedstat(&std::fs::read(dir.join("schedstat")).unwrap()).unwrap();
+            let p = pid_stat::parse_pid_stat(&std::fs::read(dir.join("stat")).unwrap()).unwrap();
+            schedstat::parse_schedstat(&std::fs::read(dir.join("schedstat")).unwrap()).unwrap();
             assert!(p.starttime > 0);
         }
     }
@@ -154,7 +154,8 @@ fn kmsg_capture_of_a_memcg_oom_kill() {
 /// inodes; the reading end holds 70 000 unread bytes; a 6.18 tcp_info has every field.
 #[test]
 fn sock_diag_and_proc_net_tcp_capture_of_this_machine() {
-    use nasprobe_agent::parse::tcp_conn::{DiagItem, dump_messages, proc_net_tcp};
+    use nasprobe_agent::parse::proc_net_tcp::proc_net_tcp;
+    use nasprobe_agent::parse::sock_diag::{DiagItem, dump_messages};
     let raw = read("sock_diag-6.18.44.bin");
     let items: Vec<DiagItem> = dump_messages(&raw).map(|m| m.unwrap()).collect();
     assert_eq!(items.len(), 3, "{items:?}");

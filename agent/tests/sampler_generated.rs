@@ -86,11 +86,11 @@ fn near(got: f64, want: f64, rel: f64) -> bool {
 /// egiga0's raw rx byte counter in the tree now.
 fn raw_rx(dir: &Path) -> u64 {
     let buf = std::fs::read(dir.join("proc/net/dev")).unwrap();
-    nasprobe_agent::parse::net::net_dev(&buf)
+    nasprobe_agent::parse::net_dev::net_dev(&buf)
         .map(|l| l.unwrap())
         .find(|l| l.name == b"egiga0")
         .unwrap()
-        .c[nasprobe_agent::parse::net::RX_BYTES]
+        .c[nasprobe_agent::parse::net_dev::RX_BYTES]
 }
 
 fn check(kernel: Kernel, release: &str) {
@@ -226,7 +226,9 @@ fn vmstat_value(buf: &[u8], name: &str) -> Option<u64> {
 /// naive parsing, reclaim counted per zone, and damaged files.
 #[test]
 fn linux_3_10_parsers() {
-    use nasprobe_agent::parse::{ParseError, cpu, disk, mem, net, pid, sysfs};
+    use nasprobe_agent::parse::{
+        ParseError, diskstats, meminfo, net_dev, pid_stat, proc_stat, snmp, sysfs, vmstat,
+    };
     let host = nas(Kernel::K3_10)
         .swap(
             nasprobe_testkit::Swap::new(40.0, 90.0)
@@ -238,14 +240,14 @@ fn linux_3_10_parsers() {
         .process(Process::new(1501, "a) b (c").ppid(1500));
     let dir = tree(&host, "parsers-310");
 
-    let mut st = cpu::ProcStat::default();
-    cpu::parse_stat(&read(&dir, "proc/stat"), &mut st).unwrap();
+    let mut st = proc_stat::ProcStat::default();
+    proc_stat::parse_stat(&read(&dir, "proc/stat"), &mut st).unwrap();
     assert_eq!(st.cpus.len(), 2);
     assert!(st.total.is_some() && st.processes.is_some());
 
-    let m = mem::parse_meminfo(&read(&dir, "proc/meminfo")).unwrap();
+    let m = meminfo::parse_meminfo(&read(&dir, "proc/meminfo")).unwrap();
     assert_eq!(m.available, None, "3.10 has no MemAvailable");
-    let est = mem::estimate_available(&m, Some(4096)).unwrap();
+    let est = meminfo::estimate_available(&m, Some(4096)).unwrap();
     let (free, total) = (m.free.unwrap(), m.total.unwrap());
     assert!(
         est < total && est + 6144 >= free.min(est + 6144),
@@ -253,7 +255,7 @@ fn linux_3_10_parsers() {
     );
 
     let vm = read(&dir, "proc/vmstat");
-    let v = mem::parse_vmstat(&vm).unwrap();
+    let v = vmstat::parse_vmstat(&vm).unwrap();
     let zones: u64 = String::from_utf8_lossy(&vm)
         .lines()
         .filter_map(|l| l.split_once(' '))
@@ -269,7 +271,7 @@ fn linux_3_10_parsers() {
     assert_eq!(v.allocstall, vmstat_value(&vm, "allocstall"));
 
     let ds = read(&dir, "proc/diskstats");
-    let lines: Vec<_> = disk::diskstats(&ds).map(|l| l.unwrap()).collect();
+    let lines: Vec<_> = diskstats::diskstats(&ds).map(|l| l.unwrap()).collect();
     assert!(lines.iter().any(|l| l.name == b"sda2") && lines.iter().any(|l| l.name == b"md1"));
     let fields = String::from_utf8_lossy(&ds)
         .lines()
@@ -278,17 +280,17 @@ fn linux_3_10_parsers() {
     assert_eq!(fields, Some(14), "3.10 prints 14 diskstats fields");
 
     let nd = read(&dir, "proc/net/dev");
-    let dev: Vec<_> = net::net_dev(&nd).map(|l| l.unwrap()).collect();
+    let dev: Vec<_> = net_dev::net_dev(&nd).map(|l| l.unwrap()).collect();
     assert!(dev.iter().any(|l| l.name == b"egiga0"));
-    let mut t = net::TcpCounters::default();
-    net::parse_snmp(&read(&dir, "proc/net/snmp"), &mut t).unwrap();
-    net::parse_netstat(&read(&dir, "proc/net/netstat"), &mut t).unwrap();
+    let mut t = snmp::TcpCounters::default();
+    snmp::parse_snmp(&read(&dir, "proc/net/snmp"), &mut t).unwrap();
+    snmp::parse_netstat(&read(&dir, "proc/net/netstat"), &mut t).unwrap();
     assert!(t.retrans_segs.is_some() && t.timeouts.is_some() && t.listen_drops.is_some());
 
-    let p = pid::parse_pid_stat(&read(&dir, "proc/901/stat")).unwrap();
+    let p = pid_stat::parse_pid_stat(&read(&dir, "proc/901/stat")).unwrap();
     assert_eq!(p.comm(), b"(sd-pam)");
     let text = read(&dir, "proc/1501/stat");
-    let p = pid::parse_pid_stat(&text).unwrap();
+    let p = pid_stat::parse_pid_stat(&text).unwrap();
     assert_eq!((p.comm(), p.ppid), (&b"a) b (c"[..], 1500));
     // The kernel's (and testkit's) 52 fields since 3.5.
     let after = String::from_utf8_lossy(&text)
@@ -299,10 +301,10 @@ fn linux_3_10_parsers() {
     assert_eq!(after.split_whitespace().count() + 2, 52);
     let cut = text.iter().position(|&b| b == b')').unwrap() + 3;
     assert!(matches!(
-        pid::parse_pid_stat(&text[..cut]),
+        pid_stat::parse_pid_stat(&text[..cut]),
         Err(ParseError::Truncated(_))
     ));
-    assert!(pid::parse_pid_stat(b"\x00\xffgarbage (((\n").is_err());
+    assert!(pid_stat::parse_pid_stat(b"\x00\xffgarbage (((\n").is_err());
     assert!(sysfs::parse_duplex(b"sideways\n").is_err());
     // lo's speed reads empty on 3.10.
     assert_eq!(
@@ -317,7 +319,7 @@ fn linux_3_10_parsers() {
 /// header.
 #[test]
 fn linux_4_4_synology_inventory_and_damage() {
-    use nasprobe_agent::parse::{disk, net, pid};
+    use nasprobe_agent::parse::{cmdline, diskstats, snmp};
     let drives = ["sda", "sdb", "sdc", "sdd"];
     let mut host = Host::new("ds918", Kernel::K4_4)
         .cores(4)
@@ -365,20 +367,20 @@ fn linux_4_4_synology_inventory_and_damage() {
     // Damage: one garbage diskstats line, a netstat cut after its header.
     let mut ds = read(&dir, "proc/diskstats");
     ds.extend_from_slice(b"  65  0 sdq 12 x 9\n");
-    let all: Vec<_> = disk::diskstats(&ds).collect();
+    let all: Vec<_> = diskstats::diskstats(&ds).collect();
     assert_eq!(all.iter().filter(|l| l.is_err()).count(), 1, "the sdq line");
     let ns = read(&dir, "proc/net/netstat");
     let header = ns.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let mut t = net::TcpCounters::default();
+    let mut t = snmp::TcpCounters::default();
     assert!(
-        net::parse_netstat(&ns[..header], &mut t).is_err(),
+        snmp::parse_netstat(&ns[..header], &mut t).is_err(),
         "cut after the header"
     );
 
     let mut c = heapless::String::<256>::new();
-    pid::format_cmdline(
+    cmdline::format_cmdline(
         &read(&dir, "proc/15234/cmdline"),
-        pid::DEFAULT_REDACT.iter().copied(),
+        cmdline::DEFAULT_REDACT.iter().copied(),
         256,
         &mut c,
     );

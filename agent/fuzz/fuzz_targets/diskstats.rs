@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::disk::{diskstats, partition_parent};
+use nasprobe_agent::parse::diskstats::{diskstats, partition_parent};
 
 fuzz_target!(|data: &[u8]| {
     for d in diskstats(data).flatten() {

@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::fdinfo::{access, parse_fdinfo, parse_pid_io};
+use nasprobe_agent::parse::fdinfo::{access, parse_fdinfo};
+use nasprobe_agent::parse::pid_io::parse_pid_io;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(f) = parse_fdinfo(data) {

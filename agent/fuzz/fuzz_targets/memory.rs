@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::mem::{estimate_available, parse_meminfo, parse_vmstat};
+use nasprobe_agent::parse::meminfo::{estimate_available, parse_meminfo};
+use nasprobe_agent::parse::vmstat::parse_vmstat;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = parse_meminfo(data) {

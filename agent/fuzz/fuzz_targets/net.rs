@@ -2,7 +2,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::net::{TcpCounters, net_dev, parse_netstat, parse_snmp};
+use nasprobe_agent::parse::net_dev::net_dev;
+use nasprobe_agent::parse::snmp::{TcpCounters, parse_netstat, parse_snmp};
 
 fuzz_target!(|data: &[u8]| {
     for l in net_dev(data).flatten() {

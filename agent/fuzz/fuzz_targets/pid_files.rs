@@ -4,7 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::pid::{DEFAULT_REDACT, format_cmdline, parse_pid_stat, parse_schedstat};
+use nasprobe_agent::parse::cmdline::{DEFAULT_REDACT, format_cmdline};
+use nasprobe_agent::parse::pid_stat::parse_pid_stat;
+use nasprobe_agent::parse::schedstat::parse_schedstat;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(p) = parse_pid_stat(data) {

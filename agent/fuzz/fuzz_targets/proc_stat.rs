@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::cpu::{ProcStat, parse_stat};
+use nasprobe_agent::parse::proc_stat::{ProcStat, parse_stat};
 
 fuzz_target!(|data: &[u8]| {
     let mut st = ProcStat::default();

@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nasprobe_agent::parse::tcp_conn::{DiagItem, dump_messages, proc_net_tcp, socket_inode};
+use nasprobe_agent::parse::proc_net_tcp::{proc_net_tcp, socket_inode};
+use nasprobe_agent::parse::sock_diag::{DiagItem, dump_messages};
 
 fuzz_target!(|data: &[u8]| {
     let mut ended = false;

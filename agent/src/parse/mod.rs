@@ -6,17 +6,23 @@
 //! into `None` after logging it once. A capacity that is too small is [`ParseError::Full`],
 //! never a silent truncation.
 
+pub mod cmdline;
 pub mod cn_proc;
-pub mod cpu;
-pub mod disk;
+pub mod diskstats;
 pub mod fdinfo;
 pub mod kmsg;
-pub mod mem;
-pub mod net;
+pub mod meminfo;
+pub mod net_dev;
 pub mod netlink;
-pub mod pid;
+pub mod pid_io;
+pub mod pid_stat;
+pub mod proc_net_tcp;
+pub mod proc_stat;
+pub mod schedstat;
+pub mod snmp;
+pub mod sock_diag;
 pub mod sysfs;
-pub mod tcp_conn;
+pub mod vmstat;
 
 use core::fmt;
 

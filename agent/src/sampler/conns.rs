@@ -10,7 +10,7 @@
 //! The same walk of `/proc/PID/fd` finds the regular files of the transfer's processes
 //! ([`super::files`]): each descriptor is read with readlink once for both.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nasprobe_proto::{
     Cmdline, Comm, Connections, Event, MAX_CONN_PROCS, ProcConnections, SockAddr, TcpConn,
@@ -18,9 +18,9 @@ use nasprobe_proto::{
 
 use super::files::Files;
 use super::io::{self, Once, PathBuf64, Root};
-use crate::parse::tcp_conn::{
-    DiagItem, DiagSock, ProcTcp, dump_messages, dump_request, proc_net_tcp, socket_inode,
-};
+use crate::parse::proc_net_tcp::{ProcTcp, proc_net_tcp, socket_inode};
+use crate::parse::sock_diag::{DiagItem, DiagSock, dump_messages, dump_request};
+use crate::sys::{self, netlink};
 
 /// Descriptors looked at per process (a server with thousands of clients is cut here).
 pub const FDS_PER_PROC: usize = 1024;
@@ -66,33 +66,8 @@ pub struct Conns {
 }
 
 fn diag_socket() -> Result<OwnedFd, std::io::Error> {
-    // SAFETY: plain socket(2); owned right below.
-    let raw = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    if raw < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let tv = libc::timeval {
-        tv_sec: 0,
-        tv_usec: (DUMP_TIMEOUT_MS * 1000) as libc::suseconds_t,
-    };
-    // SAFETY: setsockopt with a live timeval and its size.
-    unsafe {
-        libc::setsockopt(
-            raw,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const libc::timeval as *const libc::c_void,
-            size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
+    let fd = netlink::socket(libc::NETLINK_SOCK_DIAG, 0)?;
+    netlink::set_recv_timeout(fd.as_fd(), (DUMP_TIMEOUT_MS * 1000) as u32);
     Ok(fd)
 }
 
@@ -317,20 +292,19 @@ impl Conns {
             return;
         };
         let mut fds = std::mem::take(&mut self.fds);
-        let _ = io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut fds, FDS_PER_PROC);
+        let _ = io::list_numeric(Some(dir.as_fd()), &mut self.dents, &mut fds, FDS_PER_PROC);
         if let (Some(files), Some(_)) = (self.files.as_mut(), mover) {
             files.start_proc(root, pid);
         }
         for &fd in &fds {
             self.path.clear().num(fd);
-            let Some(link) = readlink(dir.as_raw_fd(), self.path.as_cstr(), &mut self.link) else {
+            let Some(link) = sys::fd::readlinkat(dir.as_fd(), self.path.as_cstr(), &mut self.link)
+            else {
                 continue;
             };
             match (socket_inode(link), k, mover, self.files.as_mut()) {
                 (Some(ino), Some(k), _, _) => self.inodes.push((ino, k)),
-                (None, _, Some(m), Some(files)) => {
-                    files.consider(dir.as_raw_fd(), fd, link, m, redact)
-                }
+                (None, _, Some(m), Some(files)) => files.consider(dir.as_fd(), fd, link, m, redact),
                 _ => {}
             }
         }
@@ -349,52 +323,32 @@ impl Conns {
 
     /// One sock_diag dump; false when it failed (refused, cut, timed out).
     fn dump(&mut self, family: u8, out: &mut [ProcConnections]) -> bool {
-        let Some(fd) = self.diag.as_ref().map(|f| f.as_raw_fd()) else {
+        let Some(fd) = self.diag.as_ref().map(|f| f.as_fd()) else {
             return false;
         };
         self.seq = self.seq.wrapping_add(1);
         let req = dump_request(family, self.seq);
-        // SAFETY: sockaddr_nl is plain data; zeroed (pid 0) addresses the kernel.
-        let mut to: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        to.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: sendto with a live buffer and address.
-        let r = unsafe {
-            libc::sendto(
-                fd,
-                req.as_ptr() as *const libc::c_void,
-                req.len(),
-                0,
-                &to as *const libc::sockaddr_nl as *const libc::sockaddr,
-                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            self.log_diag.warn(format_args!(
-                "sock_diag request: {}; using /proc/net/tcp",
-                std::io::Error::last_os_error()
-            ));
+        if let Err(e) = netlink::send_to_kernel(fd, &req) {
+            self.log_diag
+                .warn(format_args!("sock_diag request: {e}; using /proc/net/tcp"));
             return false;
         }
         for _ in 0..DUMP_DGRAMS_MAX {
-            // SAFETY: recv into our own buffer of its length.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                    0,
-                )
+            let n = match netlink::recv(fd, &mut self.buf, 0) {
+                Ok(n) if n > 0 => n,
+                r => {
+                    let e = match r {
+                        Err(e) => std::io::Error::from(e),
+                        Ok(_) => std::io::Error::last_os_error(),
+                    };
+                    self.log_diag
+                        .warn(format_args!("sock_diag dump: {e}; using /proc/net/tcp"));
+                    return false;
+                }
             };
-            if n <= 0 {
-                self.log_diag.warn(format_args!(
-                    "sock_diag dump: {}; using /proc/net/tcp",
-                    std::io::Error::last_os_error()
-                ));
-                return false;
-            }
             let buf = std::mem::take(&mut self.buf);
             let mut end = None;
-            for m in dump_messages(&buf[..n as usize]) {
+            for m in dump_messages(&buf[..n]) {
                 match m {
                     Ok(DiagItem::Sock(s)) => self.add(s.inode, from_diag(&s), out),
                     Ok(DiagItem::Done) => end = Some(true),
@@ -437,23 +391,6 @@ impl Conns {
     }
 }
 
-/// readlinkat into `buf`; None when it is not a link or longer than the buffer.
-fn readlink<'b>(dir: RawFd, rel: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b [u8]> {
-    // SAFETY: readlinkat into our own buffer of its length.
-    let n = unsafe {
-        libc::readlinkat(
-            dir,
-            rel.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_char,
-            buf.len(),
-        )
-    };
-    if n <= 0 || n as usize >= buf.len() {
-        return None;
-    }
-    Some(&buf[..n as usize])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,9 +428,9 @@ mod tests {
         let mut c = Conns::new(true);
         let top = [(pid, Comm::try_from("sleep").unwrap())];
         let redact = |raw: &[u8], out: &mut Cmdline| {
-            crate::parse::pid::format_cmdline(
+            crate::parse::cmdline::format_cmdline(
                 raw,
-                crate::parse::pid::DEFAULT_REDACT.iter().copied(),
+                crate::parse::cmdline::DEFAULT_REDACT.iter().copied(),
                 nasprobe_proto::CMDLINE_LEN,
                 out,
             )

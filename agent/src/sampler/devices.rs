@@ -8,8 +8,8 @@ use nasprobe_proto::{
 
 use super::delta::{steps, u32s};
 use super::io::{self, Once, Root, Src};
-use crate::parse::disk::{self, DISK_FIELDS, IN_FLIGHT, diskstats, partition_parent};
-use crate::parse::net::{self, NET_FIELDS, net_dev};
+use crate::parse::diskstats::{self, DISK_FIELDS, IN_FLIGHT, diskstats, partition_parent};
+use crate::parse::net_dev::{self, NET_FIELDS, net_dev};
 use crate::parse::sysfs::{self, Duplex, OperState};
 use crate::parse::to_label;
 
@@ -150,17 +150,17 @@ impl Disks {
                     if c.iter().all(|&v| v == 0) {
                         continue;
                     }
-                    s.reads = u32s(c[disk::READS]);
-                    s.reads_merged = u32s(c[disk::READS_MERGED]);
-                    s.sectors_read = c[disk::SECTORS_READ];
-                    s.read_ms = u32s(c[disk::READ_MS]);
-                    s.writes = u32s(c[disk::WRITES]);
-                    s.writes_merged = u32s(c[disk::WRITES_MERGED]);
-                    s.sectors_written = c[disk::SECTORS_WRITTEN];
-                    s.write_ms = u32s(c[disk::WRITE_MS]);
+                    s.reads = u32s(c[diskstats::READS]);
+                    s.reads_merged = u32s(c[diskstats::READS_MERGED]);
+                    s.sectors_read = c[diskstats::SECTORS_READ];
+                    s.read_ms = u32s(c[diskstats::READ_MS]);
+                    s.writes = u32s(c[diskstats::WRITES]);
+                    s.writes_merged = u32s(c[diskstats::WRITES_MERGED]);
+                    s.sectors_written = c[diskstats::SECTORS_WRITTEN];
+                    s.write_ms = u32s(c[diskstats::WRITE_MS]);
                     s.in_flight = u32s(c[IN_FLIGHT]);
-                    s.io_ms = u32s(c[disk::IO_MS]);
-                    s.weighted_ms = u32s(c[disk::WEIGHTED_MS]);
+                    s.io_ms = u32s(c[diskstats::IO_MS]);
+                    s.weighted_ms = u32s(c[diskstats::WEIGHTED_MS]);
                 }
                 None => s.flags = flags::RESET,
             }
@@ -395,14 +395,14 @@ impl Nics {
                     if c.iter().all(|&v| v == 0) && !changed {
                         continue;
                     }
-                    s.rx_bytes = c[net::RX_BYTES];
-                    s.tx_bytes = c[net::TX_BYTES];
-                    s.rx_packets = u32s(c[net::RX_PACKETS]);
-                    s.tx_packets = u32s(c[net::TX_PACKETS]);
-                    s.rx_errors = u32s(c[net::RX_ERRORS]);
-                    s.tx_errors = u32s(c[net::TX_ERRORS]);
-                    s.rx_dropped = u32s(c[net::RX_DROPPED]);
-                    s.tx_dropped = u32s(c[net::TX_DROPPED]);
+                    s.rx_bytes = c[net_dev::RX_BYTES];
+                    s.tx_bytes = c[net_dev::TX_BYTES];
+                    s.rx_packets = u32s(c[net_dev::RX_PACKETS]);
+                    s.tx_packets = u32s(c[net_dev::TX_PACKETS]);
+                    s.rx_errors = u32s(c[net_dev::RX_ERRORS]);
+                    s.tx_errors = u32s(c[net_dev::TX_ERRORS]);
+                    s.rx_dropped = u32s(c[net_dev::RX_DROPPED]);
+                    s.tx_dropped = u32s(c[net_dev::TX_DROPPED]);
                 }
                 None => s.flags |= flags::RESET,
             }

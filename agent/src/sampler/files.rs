@@ -10,7 +10,7 @@
 //! an event only when a process has such a file and the list changed, or every
 //! [`RESEND_AFTER`] while it stays the same (a stalled copy keeps its item visible).
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::{
@@ -18,7 +18,9 @@ use nasprobe_proto::{
 };
 
 use super::io::{self, Once, PathBuf64, Root};
-use crate::parse::fdinfo::{access, parse_fdinfo, parse_pid_io};
+use crate::parse::fdinfo::{access, parse_fdinfo};
+use crate::parse::pid_io::parse_pid_io;
+use crate::sys;
 
 /// Processes whose `/proc/PID/io` is read per round (the running, I/O-sleeping and busy ones;
 /// usually a handful).
@@ -150,7 +152,7 @@ impl Files {
     /// kept when it is a regular file open for reading or writing.
     pub(crate) fn consider(
         &mut self,
-        dir: RawFd,
+        dir: BorrowedFd<'_>,
         fd: u32,
         link: &[u8],
         proc: u8,
@@ -175,21 +177,16 @@ impl Files {
             return;
         }
         self.path.clear().num(fd);
-        // SAFETY: stat is plain data, filled by fstatat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstatat on a NUL-terminated name relative to a live directory descriptor.
-        if unsafe { libc::fstatat(dir, self.path.as_cstr().as_ptr(), &mut st, 0) } != 0
-            || st.st_mode & libc::S_IFMT != libc::S_IFREG
-        {
-            return;
-        }
-        let Some(info_dir) = self.fdinfo.as_ref().map(|d| d.as_raw_fd()) else {
+        let Some(size) = sys::fd::regular_file_size_at(dir, self.path.as_cstr()) else {
             return;
         };
-        let Ok(f) = io::open_raw(info_dir, self.path.as_cstr(), libc::O_RDONLY) else {
+        let Some(info_dir) = self.fdinfo.as_ref().map(|d| d.as_fd()) else {
             return;
         };
-        let Ok(info) = io::read_at(f.as_raw_fd(), &mut self.buf).map(parse_fdinfo) else {
+        let Ok(f) = io::open_raw(Some(info_dir), self.path.as_cstr(), libc::O_RDONLY) else {
+            return;
+        };
+        let Ok(info) = io::read_at(f.as_fd(), &mut self.buf).map(parse_fdinfo) else {
             return;
         };
         let Ok(info) = info else { return };
@@ -202,7 +199,6 @@ impl Files {
         };
         self.looked[k] += 1;
         let pid = self.movers[k].0;
-        let size = st.st_size.max(0) as u64;
         // Moved: its position, or its size (a pwrite writer such as Samba keeps its position).
         let moved = match self
             .pos_prev

@@ -2,11 +2,13 @@
 //! open/read/close everywhere else, one shared buffer, no allocation.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use nix::errno::Errno;
+
+use crate::sys;
 
 /// `statfs` magic numbers (linux/magic.h).
 pub(crate) const PROC_SUPER_MAGIC: i64 = 0x9fa0;
@@ -32,7 +34,7 @@ impl Root {
             .map(|s| s.filesystem_type().0 as i64 == magic)
             .unwrap_or(false);
         let dir = cstring(path.as_os_str().as_bytes())
-            .and_then(|c| open_raw(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY).ok());
+            .and_then(|c| open_path(&c, libc::O_RDONLY | libc::O_DIRECTORY).ok());
         if dir.is_none() {
             log::warn!(
                 "{}: cannot open; everything under it reads as missing",
@@ -46,8 +48,10 @@ impl Root {
         }
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.dir.as_ref().map_or(-1, |d| d.as_raw_fd())
+    /// The root's directory, None when it could not be opened (what is under it then reads
+    /// as missing: EBADF, as `openat(-1, ...)` said before).
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.dir.as_ref().map(|d| d.as_fd())
     }
 
     /// Reads `rel` (relative path) once into `buf` with open/read/close.
@@ -57,7 +61,7 @@ impl Root {
         buf: &'b mut [u8],
     ) -> Result<&'b [u8], ReadError> {
         let fd = open_raw(self.fd(), rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
-        read_at(fd.as_raw_fd(), buf)
+        read_at(fd.as_fd(), buf)
     }
 }
 
@@ -95,31 +99,31 @@ pub(crate) fn cstring(b: &[u8]) -> Option<CString> {
     CString::new(b).ok()
 }
 
-pub(crate) fn open_raw(dir: RawFd, path: &CStr, flags: i32) -> Result<OwnedFd, Errno> {
-    // SAFETY: path is NUL-terminated; the returned descriptor is owned by the OwnedFd.
-    let fd = unsafe { libc::openat(dir, path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOCTTY) };
-    if fd < 0 {
-        Err(Errno::last())
-    } else {
-        // SAFETY: fd is a fresh descriptor nobody else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    }
+/// Opens `path` relative to `dir` (close-on-exec, never a controlling terminal); `dir` None
+/// (a root that could not be opened) fails with EBADF.
+pub(crate) fn open_raw(
+    dir: Option<BorrowedFd<'_>>,
+    path: &CStr,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
+    let dir = dir.ok_or(Errno::EBADF)?;
+    sys::fd::openat(dir, path, flags | libc::O_CLOEXEC | libc::O_NOCTTY)
+}
+
+/// Opens `path` (absolute, or relative to the working directory) like [`open_raw`].
+pub(crate) fn open_path(path: &CStr, flags: i32) -> Result<OwnedFd, Errno> {
+    sys::fd::open(path, flags | libc::O_CLOEXEC | libc::O_NOCTTY)
 }
 
 /// One pread at offset 0. A short read is the end of the file (true for seq_file, kernfs and
 /// regular files); a read that fills the buffer means the file is bigger than it: `Full`.
-pub(crate) fn read_at(fd: RawFd, buf: &mut [u8]) -> Result<&[u8], ReadError> {
+pub(crate) fn read_at<'b>(fd: BorrowedFd<'_>, buf: &'b mut [u8]) -> Result<&'b [u8], ReadError> {
     loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            let e = Errno::last();
-            if e == Errno::EINTR {
-                continue;
-            }
-            return Err(ReadError::from_errno(e));
-        }
-        let n = n as usize;
+        let n = match sys::fd::pread0(fd, buf) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(ReadError::from_errno(e)),
+        };
         if n >= buf.len() {
             return Err(ReadError::Full);
         }
@@ -167,8 +171,10 @@ impl Src {
                 open_raw(root.fd(), &self.rel, libc::O_RDONLY).map_err(ReadError::from_errno)?,
             );
         }
-        let fd = self.fd.as_ref().map_or(-1, |f| f.as_raw_fd());
-        match read_at(fd, buf) {
+        let Some(fd) = self.fd.as_ref() else {
+            return Err(ReadError::Io(Errno::EBADF));
+        };
+        match read_at(fd.as_fd(), buf) {
             Ok(b) => Ok(b),
             Err(e) => {
                 // A kept descriptor that fails is dropped: the next read reopens it.
@@ -255,37 +261,21 @@ impl PathBuf64 {
 /// Reads the numeric directory entries (pids, tids) of `dir` into `out`, sorted. Returns false
 /// when `out` was full (the rest were left out; the caller logs and counts it).
 pub(crate) fn list_numeric(
-    dir: RawFd,
+    dir: Option<BorrowedFd<'_>>,
     dents: &mut [u8],
     out: &mut Vec<u32>,
     cap: usize,
 ) -> Result<bool, Errno> {
     out.clear();
-    // SAFETY: rewinding a directory descriptor we own.
-    if unsafe { libc::lseek(dir, 0, libc::SEEK_SET) } < 0 {
-        return Err(Errno::last());
-    }
+    let dir = dir.ok_or(Errno::EBADF)?;
+    sys::dirent::rewind(dir)?;
     let mut complete = true;
     loop {
-        // SAFETY: dents is valid for its length; getdents64 writes at most that much.
-        let n =
-            unsafe { libc::syscall(libc::SYS_getdents64, dir, dents.as_mut_ptr(), dents.len()) };
-        if n < 0 {
-            return Err(Errno::last());
-        }
+        let n = sys::dirent::getdents(dir, dents)?;
         if n == 0 {
             break;
         }
-        let n = n as usize;
-        let mut off = 0;
-        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
-        while off + 19 <= n {
-            let reclen = u16::from_ne_bytes([dents[off + 16], dents[off + 17]]) as usize;
-            if reclen == 0 || off + reclen > n {
-                break;
-            }
-            let name = &dents[off + 19..off + reclen];
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        for name in sys::dirent::names(dents, n) {
             if let Some(v) = crate::parse::parse_u64(name).and_then(|v| u32::try_from(v).ok()) {
                 if out.len() < cap {
                     out.push(v);
@@ -293,7 +283,6 @@ pub(crate) fn list_numeric(
                     complete = false;
                 }
             }
-            off += reclen;
         }
     }
     out.sort_unstable();
@@ -327,4 +316,39 @@ pub fn exists(root: &Root, rel: &str) -> bool {
     let mut p = root.path.clone();
     p.push(rel);
     p.symlink_metadata().is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_numeric_reads_the_numbers_sorted_and_bounded() {
+        let d = std::env::temp_dir().join(format!("nasprobe-io-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        for name in ["30", "7", "x", "12a", "100"] {
+            std::fs::write(d.join(name), b"").unwrap();
+        }
+        let c = cstring(d.as_os_str().as_bytes()).unwrap();
+        let dir = open_path(&c, libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+        let mut dents = vec![0u8; 256];
+        let mut out = Vec::new();
+        assert_eq!(
+            list_numeric(Some(dir.as_fd()), &mut dents, &mut out, 16),
+            Ok(true)
+        );
+        assert_eq!(out, [7, 30, 100]);
+        // Read again (rewound), with room for two: incomplete.
+        assert_eq!(
+            list_numeric(Some(dir.as_fd()), &mut dents, &mut out, 2),
+            Ok(false)
+        );
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            list_numeric(None, &mut dents, &mut out, 2),
+            Err(Errno::EBADF)
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

@@ -24,7 +24,7 @@ mod procs;
 
 pub use delta::step;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 
 use nasprobe_proto::{
@@ -33,10 +33,12 @@ use nasprobe_proto::{
 };
 
 use crate::config::Config;
-use crate::parse::cpu::{self, CPU_FIELDS, CpuRaw, ProcStat, parse_stat};
-use crate::parse::mem::{VmStat, estimate_available, parse_meminfo, parse_vmstat};
-use crate::parse::net::{TcpCounters, parse_netstat, parse_snmp};
+use crate::parse::meminfo::{estimate_available, parse_meminfo};
+use crate::parse::proc_stat::{self, CPU_FIELDS, CpuRaw, ProcStat, parse_stat};
+use crate::parse::snmp::{TcpCounters, parse_netstat, parse_snmp};
+use crate::parse::vmstat::{VmStat, parse_vmstat};
 use crate::parse::{sysfs, to_label};
+use crate::sys::process::sysconf;
 use delta::{opt_step, u32s};
 use io::{Once, Root, Src};
 
@@ -101,10 +103,8 @@ impl Sampler {
     pub fn new(cfg: &Config) -> Sampler {
         let proc = Root::open(&cfg.proc_root, io::PROC_SUPER_MAGIC);
         let sys = Root::open(&cfg.sys_root, io::SYSFS_MAGIC);
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        // SAFETY: as above.
-        let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u32;
+        let hz = sysconf(libc::_SC_CLK_TCK).max(1) as u64;
+        let page_size = sysconf(libc::_SC_PAGESIZE).max(1) as u32;
         let statm = c"/proc/self/statm";
         let mut s = Sampler {
             host: Host {
@@ -140,7 +140,7 @@ impl Sampler {
             last_mono_us: 0,
             last_wall_ms: 0,
             last_cpu_us: 0,
-            statm: io::open_raw(libc::AT_FDCWD, statm, libc::O_RDONLY).ok(),
+            statm: io::open_path(statm, libc::O_RDONLY).ok(),
             proc,
             sys,
         };
@@ -192,10 +192,8 @@ impl Sampler {
             cpus = self.stat.cpus.iter().map(|c| c.0 + 1).max().unwrap_or(0);
         }
         if cpus == 0 {
-            // SAFETY: sysconf has no preconditions.
             // c_long is 32 bits on armv7: clamp in its own type.
-            cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }
-                .clamp(1, MAX_CPUS as libc::c_long) as u16;
+            cpus = sysconf(libc::_SC_NPROCESSORS_CONF).clamp(1, MAX_CPUS as libc::c_long) as u16;
         }
         self.host.cpu_count = cpus;
     }
@@ -497,7 +495,7 @@ impl Sampler {
         }
         if let Some(fd) = &self.statm {
             let mut b = [0u8; 128];
-            if let Ok(c) = io::read_at(fd.as_raw_fd(), &mut b)
+            if let Ok(c) = io::read_at(fd.as_fd(), &mut b)
                 && let Ok(pages) = sysfs::parse_statm_resident(c)
             {
                 a.rss_kib = u32s(pages * self.host.page_size as u64 / 1024);
@@ -514,7 +512,7 @@ fn cpu_delta(prev: &CpuRaw, cur: &CpuRaw) -> CpuTicks {
     for i in 0..CPU_FIELDS {
         match step(prev[i], cur[i]) {
             Some(v) => d[i] = u32s(v),
-            None if i == cpu::IOWAIT => d[i] = 0,
+            None if i == proc_stat::IOWAIT => d[i] = 0,
             None => {
                 return CpuTicks {
                     flags: flags::RESET,
@@ -525,14 +523,14 @@ fn cpu_delta(prev: &CpuRaw, cur: &CpuRaw) -> CpuTicks {
     }
     CpuTicks {
         flags: 0,
-        user: d[cpu::USER],
-        nice: d[cpu::NICE],
-        system: d[cpu::SYSTEM],
-        idle: d[cpu::IDLE],
-        iowait: d[cpu::IOWAIT],
-        irq: d[cpu::IRQ],
-        softirq: d[cpu::SOFTIRQ],
-        steal: d[cpu::STEAL],
+        user: d[proc_stat::USER],
+        nice: d[proc_stat::NICE],
+        system: d[proc_stat::SYSTEM],
+        idle: d[proc_stat::IDLE],
+        iowait: d[proc_stat::IOWAIT],
+        irq: d[proc_stat::IRQ],
+        softirq: d[proc_stat::SOFTIRQ],
+        steal: d[proc_stat::STEAL],
     }
 }
 

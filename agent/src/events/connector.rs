@@ -12,10 +12,13 @@
 //! datagrams; the rest wait for the next round of the loop), and a receive-buffer overrun
 //! (ENOBUFS: the kernel dropped messages, e.g. in a fork storm) is counted, never fatal.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+
 use crate::parse::cn_proc::{self, ProcEvent};
+use crate::sys::netlink;
 
 /// Receive buffer asked for (SO_RCVBUFFORCE as root, else SO_RCVBUF capped by rmem_max): one
 /// message is 76 bytes of payload (~0.8 KiB with skb overhead), so 4 MiB holds ~5,000 events:
@@ -34,78 +37,25 @@ pub struct Connector {
     log_malformed: bool,
 }
 
-fn errno() -> std::io::Error {
-    std::io::Error::last_os_error()
-}
-
 impl Connector {
     /// Opens the socket, subscribes and waits up to `wait` for the kernel's acknowledgement.
     /// Err: why the connector cannot be used (for the log).
     pub fn open(wait: Duration) -> Result<Connector, String> {
-        // SAFETY: plain socket(2); the descriptor is owned right below.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                libc::NETLINK_CONNECTOR,
-            )
-        };
-        if raw < 0 {
-            return Err(format!("socket(NETLINK_CONNECTOR): {}", errno()));
-        }
-        // SAFETY: `raw` is a fresh descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = netlink::socket(libc::NETLINK_CONNECTOR, libc::SOCK_NONBLOCK)
+            .map_err(|e| format!("socket(NETLINK_CONNECTOR): {e}"))?;
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
-            // SAFETY: setsockopt with a pointer to a live c_int and its size.
-            let r = unsafe {
-                libc::setsockopt(
-                    raw,
-                    libc::SOL_SOCKET,
-                    opt,
-                    &RCVBUF as *const libc::c_int as *const libc::c_void,
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r == 0 {
+            if netlink::set_int_option(fd.as_fd(), opt, RCVBUF) {
                 break;
             }
         }
-        // SAFETY: sockaddr_nl is plain data; zeroed is a valid value.
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        sa.nl_groups = cn_proc::CN_IDX_PROC;
-        // SAFETY: bind with a live sockaddr_nl and its size.
-        let r = unsafe {
-            libc::bind(
-                raw,
-                &sa as *const libc::sockaddr_nl as *const libc::sockaddr,
-                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(format!("bind(CN_IDX_PROC): {}", errno()));
-        }
+        netlink::bind_groups(fd.as_fd(), cn_proc::CN_IDX_PROC)
+            .map_err(|e| format!("bind(CN_IDX_PROC): {e}"))?;
         let mut rnd = [0u8; 4];
         let _ = crate::token::random_bytes(&mut rnd);
         let nonce = u32::from_ne_bytes(rnd) | 1;
         let msg = cn_proc::listen_message(nonce, nonce, std::process::id());
-        // SAFETY: sockaddr_nl is plain data; zeroed (pid 0 = the kernel) is what we want.
-        let mut to: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        to.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: sendto with a live buffer and address.
-        let r = unsafe {
-            libc::sendto(
-                raw,
-                msg.as_ptr() as *const libc::c_void,
-                msg.len(),
-                0,
-                &to as *const libc::sockaddr_nl as *const libc::sockaddr,
-                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(format!("send(PROC_CN_MCAST_LISTEN): {}", errno()));
-        }
+        netlink::send_to_kernel(fd.as_fd(), &msg)
+            .map_err(|e| format!("send(PROC_CN_MCAST_LISTEN): {e}"))?;
         let mut c = Connector {
             fd,
             buf: vec![0u8; DGRAM_BUF].into_boxed_slice(),
@@ -164,28 +114,18 @@ impl Connector {
     pub fn drain(&mut self, max_datagrams: usize, f: &mut dyn FnMut(ProcEvent)) -> usize {
         let mut n = 0;
         while n < max_datagrams {
-            // SAFETY: recv into our own buffer of its length.
-            let r = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if r < 0 {
-                match std::io::Error::last_os_error().raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::ENOBUFS) => {
-                        self.overruns = self.overruns.saturating_add(1);
-                        f(ProcEvent::Overrun);
-                        continue;
-                    }
-                    _ => break, // EAGAIN: nothing more now
+            let r = match netlink::recv(self.fd.as_fd(), &mut self.buf, libc::MSG_DONTWAIT) {
+                Ok(r) => r,
+                Err(Errno::EINTR) => continue,
+                Err(Errno::ENOBUFS) => {
+                    self.overruns = self.overruns.saturating_add(1);
+                    f(ProcEvent::Overrun);
+                    continue;
                 }
-            }
+                Err(_) => break, // EAGAIN: nothing more now
+            };
             n += 1;
-            for m in cn_proc::messages(&self.buf[..r as usize]) {
+            for m in cn_proc::messages(&self.buf[..r]) {
                 match m {
                     Ok(ProcEvent::Overrun) => {
                         self.overruns = self.overruns.saturating_add(1);

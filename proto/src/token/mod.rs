@@ -2,8 +2,14 @@
 //! reads it): the token is the file's content with surrounding ASCII whitespace trimmed, 16 to
 //! 4096 printable ASCII characters without spaces (the agent writes 64 hex characters and a
 //! newline). The HMAC key is those bytes, so both sides must read the file the same way.
+//!
+//! With the `std` feature, [`file`] holds the rules of the file itself (create, read, which
+//! files are refused), shared by agent and collector.
 
 use core::fmt;
+
+#[cfg(feature = "std")]
+pub mod file;
 
 /// Most bytes a token file may hold.
 pub const MAX_TOKEN_FILE_BYTES: u64 = 4096;
@@ -41,6 +47,21 @@ impl fmt::Display for TokenError {
                  this the token file?"
             ),
         }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for TokenError {}
+
+/// Lower-case hex of a byte string, as a `Display` (no allocation): `format!("{}", Hex(&b))`.
+pub struct Hex<'a>(pub &'a [u8]);
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
     }
 }
 

@@ -20,15 +20,19 @@
 //! trigger /proc is listed every `adaptive:S` seconds (every [`ADAPTIVE_EVERY_NO_CONNECTOR`]
 //! samples without the connector, whose exits and new pids only a listing finds).
 //!
-//! With the kernel's process connector (see [`crate::connector`]) exits carry their status
+//! With the kernel's process connector (see [`crate::events::connector`]) exits carry their status
 //! and are reported at the next sample (zombies included), and new pids (fork, exec) are read
 //! at the next sample instead of the next full scan, so short lives are seen; without it
 //! exits are found by the scans as above, without status.
 //!
 //! The table is two sorted arrays (old and new) merged against the sorted pid listing at each
-//! full scan: O(n), no hashing, no allocation after start.
+//! full scan: O(n), no hashing, no allocation after start (`scan.rs`); the top list, its
+//! threads and command lines are `top.rs`.
 
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+mod scan;
+mod top;
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nasprobe_proto::{
     CMDLINE_LEN, COMM_LEN, Cmdline, Comm, CpuTicks, Event, ExitSeen, ExitStatus, ProcSample,
@@ -38,8 +42,10 @@ use nasprobe_proto::{
 use super::delta::{step, u32s};
 use super::io::{self, Once, PathBuf64, ReadError, Root};
 use crate::config::{Config, ScanPolicy};
+use crate::parse::cmdline::{DEFAULT_REDACT, format_cmdline};
 use crate::parse::cn_proc::ExitCode;
-use crate::parse::pid::{DEFAULT_REDACT, PidStat, format_cmdline, parse_pid_stat, parse_schedstat};
+use crate::parse::pid_stat::{PidStat, parse_pid_stat};
+use crate::parse::schedstat::parse_schedstat;
 
 /// Processes tracked at once. pid_max defaults to 32768 and a NAS runs 100-400 processes;
 /// 8192 leaves 20x headroom and holds the 5,000-process benchmark tree. Two arrays of this
@@ -94,7 +100,7 @@ const F_EXITED: u8 = 32;
 const F_OOM: u8 = 64;
 const NO_SLOT: u16 = u16::MAX;
 
-#[derive(Clone, Copy)]
+/// One tracked process (not `Copy`: it owns its kept descriptor).
 struct Proc {
     pid: u32,
     ppid: u32,
@@ -102,8 +108,8 @@ struct Proc {
     utime: u64,
     stime: u64,
     run_delay: u64,
-    /// Kept /proc/PID/stat descriptor or -1.
-    fd: RawFd,
+    /// Kept /proc/PID/stat descriptor (closed when the entry goes).
+    fd: Option<OwnedFd>,
     /// Sample number of the last stat read, and of the last schedstat read (0: never).
     read_at: u32,
     rd_at: u32,
@@ -401,57 +407,6 @@ impl Procs {
         }
     }
 
-    /// Takes the announced pids into the table (a merge: both are sorted by pid).
-    fn add_pending(&mut self, root: &Root, buf: &mut [u8], now_ms: u64) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let mut pend = std::mem::take(&mut self.pending);
-        pend.sort_unstable_by_key(|p| p.0);
-        let mut old = std::mem::take(&mut self.table);
-        let mut new = std::mem::take(&mut self.next);
-        new.clear();
-        let mut i = 0;
-        for &(pid, exit) in &pend {
-            while i < old.len() && old[i].pid < pid {
-                new.push(old[i]);
-                i += 1;
-            }
-            if i < old.len() && old[i].pid == pid {
-                // Tracked already (a fork read idle, now an exec): read it in this sample.
-                old[i].flags |= F_ACTIVE;
-                if let Some((e, ns)) = exit {
-                    old[i].flags |= F_EXITED;
-                    old[i].exit_raw = e;
-                    old[i].exit_ns = ns;
-                }
-                continue;
-            }
-            if new.len() + old.len() - i >= PROC_TABLE_CAP {
-                self.table_full += 1;
-                continue;
-            }
-            let mut fd = -1;
-            // Gone already (reaped): only the counters of the next scan show it.
-            let Ok(st) = self.read_stat(root, buf, pid, &mut fd) else {
-                continue;
-            };
-            let mut p = self.new_proc(&st, fd, now_ms, false);
-            if let Some((e, ns)) = exit {
-                p.flags |= F_EXITED;
-                p.exit_raw = e;
-                p.exit_ns = ns;
-            }
-            new.push(p);
-        }
-        new.extend_from_slice(&old[i..]);
-        old.clear();
-        self.table = new;
-        self.next = old;
-        pend.clear();
-        self.pending = pend;
-    }
-
     /// Processes tracked now.
     pub fn tracked(&self) -> usize {
         self.table.len()
@@ -587,528 +542,15 @@ impl Procs {
             start_ticks: p.start,
         }
     }
-
-    /// Reads /proc/PID/stat through a kept descriptor or a fresh one (kept if allowed).
-    fn read_stat(
-        &mut self,
-        root: &Root,
-        buf: &mut [u8],
-        pid: u32,
-        fd: &mut RawFd,
-    ) -> Result<PidStat, ReadError> {
-        if *fd >= 0 {
-            match io::read_at(*fd, buf) {
-                Ok(b) => return self.parse(b, pid),
-                Err(e) => {
-                    close_fd(fd);
-                    self.kept -= 1;
-                    return Err(e);
-                }
-            }
-        }
-        self.path.clear().num(pid).bytes(b"/stat");
-        let f = io::open_raw(root.fd(), self.path.as_cstr(), libc::O_RDONLY)
-            .map_err(ReadError::from_errno)?;
-        let st = match io::read_at(f.as_raw_fd(), buf) {
-            Ok(b) => self.parse(b, pid)?,
-            Err(e) => return Err(e),
-        };
-        if root.real && self.kept < KEPT_PID_FDS {
-            self.kept += 1;
-            *fd = f.into_raw_fd();
-        }
-        Ok(st)
-    }
-
-    fn parse(&mut self, b: &[u8], pid: u32) -> Result<PidStat, ReadError> {
-        match parse_pid_stat(b) {
-            Ok(st) => Ok(st),
-            Err(e) => {
-                self.log_stat
-                    .warn(format_args!("/proc/{pid}/stat: {e}; process skipped"));
-                Err(ReadError::Io(nix::errno::Errno::EINVAL))
-            }
-        }
-    }
-
-    /// Lists /proc and merges the sorted pids with the sorted table. Returns short-lived exits.
-    fn full_scan(
-        &mut self,
-        root: &Root,
-        buf: &mut [u8],
-        priming: bool,
-        now_ms: u64,
-        emit: &mut dyn FnMut(Event),
-    ) -> u32 {
-        let mut scan = std::mem::take(&mut self.scan);
-        match io::list_numeric(root.fd(), &mut self.dents, &mut scan, PROC_TABLE_CAP) {
-            Ok(true) => {}
-            Ok(false) => {
-                self.table_full += 1;
-                self.log_full.warn(format_args!(
-                    "more than PROC_TABLE_CAP={PROC_TABLE_CAP} processes: the highest pids are not tracked"
-                ));
-            }
-            Err(e) => {
-                self.log_list
-                    .warn(format_args!("{}: cannot list: {e}", root.path.display()));
-                self.scan = scan;
-                return 0;
-            }
-        }
-        let mut old = std::mem::take(&mut self.table);
-        let mut new = std::mem::take(&mut self.next);
-        new.clear();
-        let mut short = 0;
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < scan.len() {
-            let o = old.get(i).map_or(u32::MAX, |p| p.pid);
-            let s = scan.get(j).copied().unwrap_or(u32::MAX);
-            if o < s || j >= scan.len() {
-                short += self.exit(&mut old[i], now_ms, emit);
-                i += 1;
-                continue;
-            }
-            if o == s {
-                let mut p = old[i];
-                i += 1;
-                j += 1;
-                if p.flags & F_EXITED != 0 {
-                    // Ended (a zombie until its parent reaps it).
-                    short += self.exit(&mut p, now_ms, emit);
-                    continue;
-                }
-                if p.read_at == self.sample_no && !priming {
-                    // Read in this sample already (announced by the connector, or busy before
-                    // an adaptive scan): a second read would only see zero.
-                    new.push(p);
-                    continue;
-                }
-                match self.read_stat(root, buf, p.pid, &mut p.fd) {
-                    Ok(st) if st.starttime == p.start => {
-                        let before = p.utime.saturating_add(p.stime);
-                        self.update(&mut p, &st);
-                        self.found_ticks += p.utime.saturating_add(p.stime).saturating_sub(before);
-                        new.push(p);
-                    }
-                    Ok(st) => {
-                        // Same pid, another start time: the old process is gone, a new one runs.
-                        let fd = p.fd;
-                        p.fd = -1;
-                        short += self.exit(&mut p, now_ms, emit);
-                        new.push(self.new_proc(&st, fd, now_ms, priming));
-                    }
-                    Err(ReadError::Missing) => short += self.exit(&mut p, now_ms, emit),
-                    Err(_) => {
-                        // Unreadable this time: keep it as it was rather than invent an exit.
-                        new.push(p);
-                    }
-                }
-                continue;
-            }
-            // s < o: a pid not in the table.
-            j += 1;
-            let mut fd = -1;
-            if let Ok(st) = self.read_stat(root, buf, s, &mut fd) {
-                if self.kernel_exits && st.state == b'Z' {
-                    if fd >= 0 {
-                        close_fd(&mut fd);
-                        self.kept -= 1;
-                    }
-                    continue;
-                }
-                self.found_ticks += st.utime.saturating_add(st.stime);
-                new.push(self.new_proc(&st, fd, now_ms, priming));
-            }
-        }
-        old.clear();
-        self.table = new;
-        self.next = old;
-        self.scan = scan;
-        short
-    }
-
-    /// Re-reads only the processes that used CPU at their last read.
-    fn partial_scan(
-        &mut self,
-        root: &Root,
-        buf: &mut [u8],
-        now_ms: u64,
-        emit: &mut dyn FnMut(Event),
-    ) -> u32 {
-        let mut table = std::mem::take(&mut self.table);
-        let mut w = 0;
-        let mut short = 0;
-        for r in 0..table.len() {
-            let mut p = table[r];
-            if p.flags & F_EXITED != 0 {
-                short += self.exit(&mut p, now_ms, emit);
-                continue;
-            }
-            if p.flags & F_ACTIVE != 0 {
-                match self.read_stat(root, buf, p.pid, &mut p.fd) {
-                    Ok(st) if st.starttime == p.start => self.update(&mut p, &st),
-                    Ok(_) | Err(ReadError::Missing) => {
-                        // Gone (or replaced: the next full scan picks the new one up).
-                        short += self.exit(&mut p, now_ms, emit);
-                        continue;
-                    }
-                    Err(_) => {}
-                }
-            }
-            table[w] = p;
-            w += 1;
-        }
-        table.truncate(w);
-        self.table = table;
-        short
-    }
-
-    fn update(&mut self, p: &mut Proc, st: &PidStat) {
-        let elapsed = self.sample_no.saturating_sub(p.read_at).max(1) as u64;
-        let du = step(p.utime, st.utime).unwrap_or(0);
-        let ds = step(p.stime, st.stime).unwrap_or(0);
-        p.d_utime = u32s(avg(du, elapsed));
-        p.d_stime = u32s(avg(ds, elapsed));
-        p.utime = st.utime;
-        p.stime = st.stime;
-        p.read_at = self.sample_no;
-        p.state = st.state;
-        p.threads = st.num_threads;
-        p.ppid = st.ppid;
-        set_comm(p, st.comm());
-        // Any CPU since the last read, even less than a tick per interval on average: read it
-        // again next sample, where its CPU shows per interval.
-        if du + ds > 0 {
-            p.flags |= F_ACTIVE;
-        } else {
-            p.flags &= !F_ACTIVE;
-        }
-    }
-
-    fn new_proc(&mut self, st: &PidStat, fd: RawFd, now_ms: u64, priming: bool) -> Proc {
-        let mut p = Proc {
-            pid: st.pid,
-            ppid: st.ppid,
-            start: st.starttime,
-            utime: st.utime,
-            stime: st.stime,
-            run_delay: 0,
-            fd,
-            read_at: self.sample_no,
-            rd_at: 0,
-            threads: st.num_threads,
-            d_utime: 0,
-            d_stime: 0,
-            comm: [0; COMM_LEN],
-            comm_len: 0,
-            state: st.state,
-            flags: 0,
-            slot: NO_SLOT,
-            exit_raw: 0,
-            exit_ns: 0,
-        };
-        set_comm(&mut p, st.comm());
-        let start_ms = st.starttime * 1000 / self.hz;
-        if !priming && start_ms >= self.last_full_ms {
-            // Started since the previous full scan: all its CPU time belongs to the intervals
-            // since it started (at least one, at most the samples since that scan).
-            let age_ms = now_ms.saturating_sub(start_ms);
-            let since = self.sample_no.saturating_sub(self.last_full).max(1) as u64;
-            let intervals = age_ms.div_ceil(self.interval_ms).clamp(1, since);
-            p.d_utime = u32s(avg(st.utime, intervals));
-            p.d_stime = u32s(avg(st.stime, intervals));
-        }
-        if !priming && st.utime + st.stime > 0 {
-            // New to the table and has used CPU: read again next sample for its rate.
-            p.flags |= F_ACTIVE;
-        }
-        p
-    }
-
-    /// A tracked process is gone: emits its exit when it lived long enough or was in a top
-    /// list; returns 1 when it is only counted as short-lived.
-    fn exit(&mut self, p: &mut Proc, now_ms: u64, emit: &mut dyn FnMut(Event)) -> u32 {
-        if p.fd >= 0 {
-            close_fd(&mut p.fd);
-            self.kept -= 1;
-        }
-        let lifetime_ms = now_ms.saturating_sub(p.start * 1000 / self.hz);
-        let r = if p.flags & F_WAS_TOP != 0 || lifetime_ms >= self.min_life_ms {
-            let mut comm = Comm::new();
-            crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
-            let mut cmdline = Cmdline::new();
-            if p.slot != NO_SLOT {
-                let s = p.slot as usize;
-                let _ = cmdline.push_str(
-                    core::str::from_utf8(&self.cmd_slots[s][..self.cmd_lens[s] as usize])
-                        .unwrap_or(""),
-                );
-            }
-            let status = if p.flags & F_EXITED != 0 {
-                let c = ExitCode::from_wait_status(p.exit_raw);
-                ExitStatus {
-                    seen: ExitSeen::Kernel,
-                    code: c.code,
-                    signal: c.signal,
-                    core_dumped: c.core_dumped,
-                    oom_killed: p.flags & F_OOM != 0,
-                    before_ms: mono_ns()
-                        .saturating_sub(p.exit_ns)
-                        .div_ceil(1_000_000)
-                        .min(u32::MAX as u64) as u32,
-                }
-            } else {
-                ExitStatus {
-                    seen: ExitSeen::Scan,
-                    code: None,
-                    signal: None,
-                    core_dumped: false,
-                    oom_killed: p.flags & F_OOM != 0,
-                    before_ms: 0,
-                }
-            };
-            emit(Event::ProcessEnd(ProcessEnd {
-                exit: ProcessExit {
-                    process: ProcessInfo {
-                        pid: p.pid,
-                        ppid: p.ppid,
-                        comm,
-                        cmdline,
-                        start_ticks: p.start,
-                    },
-                    lifetime_ms,
-                    cpu_ticks: p.utime.saturating_add(p.stime),
-                },
-                status,
-            }));
-            0
-        } else {
-            1
-        };
-        if p.slot != NO_SLOT {
-            self.cmd_free.push(p.slot);
-            p.slot = NO_SLOT;
-        }
-        r
-    }
-
-    fn select_top(&mut self) {
-        self.top.clear();
-        let n = self.top_n;
-        if n == 0 {
-            return;
-        }
-        for i in 0..self.table.len() {
-            let p = &self.table[i];
-            if p.read_at != self.sample_no || p.ticks() == 0 {
-                continue;
-            }
-            let t = p.ticks();
-            // Insertion into a short sorted list (busiest first, then lower pid).
-            let pos = self
-                .top
-                .iter()
-                .position(|&k| {
-                    let q = &self.table[k];
-                    t > q.ticks() || (t == q.ticks() && p.pid < q.pid)
-                })
-                .unwrap_or(self.top.len());
-            if pos >= n {
-                continue;
-            }
-            if self.top.len() == n {
-                self.top.pop();
-            }
-            let _ = self.top.insert(pos, i);
-        }
-    }
-
-    fn fill_top(&mut self, root: &Root, buf: &mut [u8], out: &mut Sample) {
-        self.threads_next.clear();
-        for k in 0..self.top.len() {
-            let i = self.top[k];
-            self.table[i].flags |= F_WAS_TOP;
-            let run_delay_us = self.run_delay(root, buf, i);
-            let hottest = if k < HOT_THREAD_PROCS {
-                self.hottest_thread(root, buf, i)
-            } else {
-                None
-            };
-            let p = &self.table[i];
-            let mut comm = Comm::new();
-            crate::parse::to_label(p.comm(), COMM_LEN, &mut comm);
-            let cmdline = if p.flags & F_CMDLINE_SENT == 0 {
-                self.capture_cmdline(root, buf, i);
-                self.table[i].flags |= F_CMDLINE_SENT;
-                Some(self.info(i).cmdline)
-            } else {
-                None
-            };
-            let p = &self.table[i];
-            let _ = out.top.push(ProcSample {
-                pid: p.pid,
-                comm,
-                state: p.state,
-                threads: p.threads.min(u16::MAX as u32) as u16,
-                utime: p.d_utime,
-                stime: p.d_stime,
-                run_delay_us,
-                hottest_thread: hottest,
-                cmdline,
-            });
-        }
-        self.threads_next.sort_unstable_by_key(|t| (t.pid, t.tid));
-        std::mem::swap(&mut self.threads, &mut self.threads_next);
-    }
-
-    fn run_delay(&mut self, root: &Root, buf: &mut [u8], i: usize) -> Option<u32> {
-        let pid = self.table[i].pid;
-        self.path.clear().num(pid).bytes(b"/schedstat");
-        let ns = match root.read_once(self.path.as_cstr(), buf) {
-            Ok(b) => parse_schedstat(b).ok()?,
-            Err(_) => return None,
-        };
-        let p = &mut self.table[i];
-        let r = if p.rd_at > 0 {
-            let elapsed = self.sample_no.saturating_sub(p.rd_at).max(1) as u64;
-            step(p.run_delay, ns).map(|d| u32s(avg(d, elapsed) / 1000))
-        } else {
-            None
-        };
-        p.run_delay = ns;
-        p.rd_at = self.sample_no;
-        r
-    }
-
-    /// The busiest thread of process `i` in the interval. Single-threaded: the process itself.
-    /// Otherwise /proc/PID/task/*/stat is read and compared with the previous sample's reads
-    /// (a process that just entered the top has no previous reads: None this time).
-    fn hottest_thread(&mut self, root: &Root, buf: &mut [u8], i: usize) -> Option<ThreadSample> {
-        let p = self.table[i];
-        if p.threads <= 1 {
-            return Some(ThreadSample {
-                tid: p.pid,
-                comm: None,
-                ticks: p.d_utime + p.d_stime,
-            });
-        }
-        self.path.clear().num(p.pid).bytes(b"/task");
-        let dir = io::open_raw(
-            root.fd(),
-            self.path.as_cstr(),
-            libc::O_RDONLY | libc::O_DIRECTORY,
-        )
-        .ok()?;
-        let mut tids = std::mem::take(&mut self.tids);
-        match io::list_numeric(dir.as_raw_fd(), &mut self.dents, &mut tids, THREADS_PER_PROC_MAX) {
-            Ok(true) => {}
-            Ok(false) => self.log_threads.warn(format_args!(
-                "process {} has more than THREADS_PER_PROC_MAX={THREADS_PER_PROC_MAX} threads: the rest are not read",
-                p.pid
-            )),
-            Err(_) => {}
-        }
-        let mut best: Option<(u64, u32, [u8; COMM_LEN], u8)> = None;
-        for &tid in &tids {
-            self.path.clear().num(tid).bytes(b"/stat");
-            let Ok(b) = root_read(dir.as_raw_fd(), self.path.as_cstr(), buf) else {
-                continue;
-            };
-            let Ok(st) = parse_pid_stat(b) else { continue };
-            let ticks = st.utime + st.stime;
-            let prev = self
-                .threads
-                .binary_search_by_key(&(p.pid, tid), |t| (t.pid, t.tid))
-                .ok()
-                .map(|k| self.threads[k]);
-            if self.threads_next.len() < THREAD_TABLE_CAP {
-                self.threads_next.push(Thr {
-                    pid: p.pid,
-                    tid,
-                    ticks,
-                    at: self.sample_no,
-                });
-            }
-            let Some(prev) = prev.filter(|t| t.at + 1 == self.sample_no) else {
-                continue;
-            };
-            let d = step(prev.ticks, ticks).unwrap_or(0);
-            if best.is_none_or(|b| d > b.0) {
-                let mut c = [0u8; COMM_LEN];
-                let n = st.comm().len().min(COMM_LEN);
-                c[..n].copy_from_slice(&st.comm()[..n]);
-                best = Some((d, tid, c, n as u8));
-            }
-        }
-        self.tids = tids;
-        let (d, tid, c, n) = best?;
-        let name = &c[..n as usize];
-        let comm = if name == p.comm() {
-            None
-        } else {
-            let mut s = Comm::new();
-            crate::parse::to_label(name, COMM_LEN, &mut s);
-            Some(s)
-        };
-        Some(ThreadSample {
-            tid,
-            comm,
-            ticks: u32s(d),
-        })
-    }
-
-    /// Reads, formats and keeps the command line of process `i` (once).
-    fn capture_cmdline(&mut self, root: &Root, buf: &mut [u8], i: usize) {
-        if self.table[i].slot != NO_SLOT {
-            return;
-        }
-        let Some(slot) = self.cmd_free.pop() else {
-            self.log_slots.warn(format_args!(
-                "CMDLINE_SLOTS={CMDLINE_SLOTS} command lines held: exit events of further processes carry none"
-            ));
-            return;
-        };
-        let pid = self.table[i].pid;
-        self.path.clear().num(pid).bytes(b"/cmdline");
-        let n = CMDLINE_READ.min(buf.len());
-        let raw: &[u8] = match io::open_raw(root.fd(), self.path.as_cstr(), libc::O_RDONLY) {
-            Ok(f) => match io::read_at(f.as_raw_fd(), &mut buf[..n]) {
-                Ok(b) => b,
-                Err(ReadError::Full) => &buf[..n],
-                Err(_) => &[],
-            },
-            Err(_) => &[],
-        };
-        let mut s = Cmdline::new();
-        format_cmdline(
-            raw,
-            self.patterns.iter().map(|p| p.as_slice()),
-            self.cmdline_bytes,
-            &mut s,
-        );
-        let k = slot as usize;
-        self.cmd_slots[k][..s.len()].copy_from_slice(s.as_bytes());
-        self.cmd_lens[k] = s.len() as u16;
-        self.table[i].slot = slot;
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for p in self.table.iter_mut() {
-            close_fd(&mut p.fd);
-        }
-    }
 }
 
 fn root_read<'b>(
-    dir: RawFd,
+    dir: BorrowedFd<'_>,
     rel: &std::ffi::CStr,
     buf: &'b mut [u8],
 ) -> Result<&'b [u8], ReadError> {
-    let f = io::open_raw(dir, rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
-    io::read_at(f.as_raw_fd(), buf)
+    let f = io::open_raw(Some(dir), rel, libc::O_RDONLY).map_err(ReadError::from_errno)?;
+    io::read_at(f.as_fd(), buf)
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of the connector's timestamps.
@@ -1116,14 +558,6 @@ fn mono_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
         .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
         .unwrap_or(0)
-}
-
-fn close_fd(fd: &mut RawFd) {
-    if *fd >= 0 {
-        // SAFETY: the descriptor is owned by the table entry and closed exactly once.
-        unsafe { libc::close(*fd) };
-        *fd = -1;
-    }
 }
 
 /// Per-interval average of a delta over `n` intervals, rounded to nearest but never rounding
@@ -1156,7 +590,7 @@ mod tests {
             utime: 0,
             stime: 0,
             run_delay: 0,
-            fd: -1,
+            fd: None,
             read_at: 0,
             rd_at: 0,
             threads: 1,
