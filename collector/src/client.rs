@@ -301,7 +301,7 @@ impl Session {
             match hs.on_message(token, msg) {
                 Ok(ClientAction::SendAuth(a)) => {
                     // Before the write: the agent may answer before this task runs again.
-                    auth_sent_ms = Some(crate::conn::now_ms());
+                    auth_sent_ms = Some(nasprobe_proto::time::now_ms());
                     self.send(&Message::Auth(a)).await?;
                 }
                 Ok(ClientAction::Wait) => {
@@ -312,17 +312,17 @@ impl Session {
                     }
                 }
                 Ok(ClientAction::Hello(mut h)) => {
-                    let received_ms = crate::conn::now_ms();
+                    let received_ms = nasprobe_proto::time::now_ms();
                     self.clock = auth_sent_ms.and_then(|sent| {
                         nasprobe_analysis::ClockOffset::measure(sent, received_ms, h.now_ms)
                     });
                     nasprobe_proto::sanitize::hello(&mut h);
-                    crate::validate::check_hello(&h, crate::conn::now_ms()).map_err(|why| {
-                        ClientError::BadHello {
+                    crate::validate::check_hello(&h, nasprobe_proto::time::now_ms()).map_err(
+                        |why| ClientError::BadHello {
                             host: self.host.clone(),
                             why,
-                        }
-                    })?;
+                        },
+                    )?;
                     self.window = crate::validate::TimeWindow::new(&h);
                     self.hello_at = std::time::Instant::now();
                     self.hello = h;
@@ -474,7 +474,7 @@ impl Session {
         let iv = u64::from(self.hello.interval_ms.max(1));
         let intervals =
             u64::try_from(self.hello_at.elapsed().as_millis()).unwrap_or(u64::MAX) / iv + 2;
-        let per = 1 + crate::conn::EVENTS_PER_INTERVAL as u64;
+        let per = 1 + crate::validate::EVENTS_PER_INTERVAL as u64;
         self.hello
             .newest_seq
             .saturating_add(intervals.saturating_mul(per))

@@ -19,9 +19,12 @@ use nasprobe_proto::{Event, Hello, RecordBody, Sample};
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt as _;
 
+use nasprobe_proto::time::now_ms;
+
 use crate::client::{ClientError, Incoming, Session};
 use crate::hosts::HostSpec;
 use crate::store::{Item, Registration, Retention, Store, StoreError};
+use crate::validate::EVENTS_PER_INTERVAL;
 
 /// Records per transaction at most.
 pub(crate) const BATCH_MAX: usize = 500;
@@ -34,9 +37,6 @@ pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(500);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// Events kept per host for views.
 pub(crate) const RECENT_EVENTS: usize = 8;
-/// Events stored per host per sampling interval at most; more are dropped and counted (a gap
-/// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
-pub const EVENTS_PER_INTERVAL: usize = 512;
 /// A recorder running for weeks applies `--retention` again after a batch once this long has
 /// passed since it last did (the tiers' finest cutoff moves by the minute; an hour's worth of
 /// old rows is little to delete at once).
@@ -76,7 +76,7 @@ pub struct HostLive {
     pub bad: Option<String>,
     /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
     pub rejected: u64,
-    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`] in
+    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`](crate::validate::EVENTS_PER_INTERVAL) in
     /// one interval.
     pub dropped_events: u64,
     /// The last connection failed for a reason retrying does not fix (wrong token, refused,
@@ -185,8 +185,6 @@ pub enum StoreMsg {
     },
     Item(Item),
 }
-
-pub use nasprobe_proto::time::now_ms;
 
 /// Capped exponential backoff with ±25% jitter.
 #[derive(Debug, Clone)]

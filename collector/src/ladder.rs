@@ -407,7 +407,7 @@ pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
                      nfiles: usize,
                      f: &mut dyn FnMut(&mut Progress) -> anyhow::Result<u64>|
      -> anyhow::Result<Step> {
-        let from_ms = crate::conn::now_ms();
+        let from_ms = nasprobe_proto::time::now_ms();
         let t0 = Instant::now();
         let bytes = f(&mut p)?;
         let seconds = t0.elapsed().as_secs_f64().max(1e-6);
@@ -421,7 +421,7 @@ pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
             grade: "",
             wall: None,
             from_ms,
-            to_ms: crate::conn::now_ms(),
+            to_ms: nasprobe_proto::time::now_ms(),
         })
     };
     let outcome = (|| -> anyhow::Result<()> {
@@ -462,9 +462,10 @@ pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(2500));
         let store = col.finish()?;
         for s in &mut steps {
-            let r = crate::report::load_between(&store, Some(s.from_ms), Some(s.to_ms), None)?
-                .1
-                .report;
+            let r =
+                crate::store::window::load_between(&store, Some(s.from_ms), Some(s.to_ms), None)?
+                    .1
+                    .report;
             if link.is_none() {
                 link = r.flow.as_ref().map(|f| f.link_mbit).filter(|&l| l > 0);
             }

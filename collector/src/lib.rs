@@ -10,7 +10,6 @@
 //! - [`model`]: decoded samples and rates; [`watch`], [`record`], [`report`]: the commands;
 //! - [`local`]: `watch --local` runs an agent on this machine.
 
-pub(crate) mod chunk;
 pub mod cli;
 pub mod client;
 pub mod conn;
@@ -22,16 +21,13 @@ pub mod live_verdict;
 pub mod local;
 pub mod model;
 pub mod output;
-pub(crate) mod peaks;
 pub mod record;
 pub mod report;
-pub(crate) mod rollup;
 pub mod signals;
 pub mod store;
 pub mod test_cmd;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub(crate) mod tiers;
 pub mod validate;
 pub mod watch;
 

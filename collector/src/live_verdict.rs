@@ -77,8 +77,8 @@ impl Banner {
 
 /// The verdict over the last [`WINDOW`] of the store at `db`, or None while nothing is stored.
 pub fn compute(store: &Store) -> anyhow::Result<Option<Banner>> {
-    let (hosts, analysis) = crate::report::load(store, Some(WINDOW), None)?;
-    let now = crate::conn::now_ms();
+    let (hosts, analysis) = crate::store::window::load(store, Some(WINDOW), None)?;
+    let now = nasprobe_proto::time::now_ms();
     let first = hosts
         .iter()
         .filter_map(|h| h.samples.first().map(|s| s.time_ms))

@@ -82,7 +82,7 @@ fn run_recorded(
     std::thread::sleep(SETTLE);
     let store = collector.finish()?;
     let wall = if to > from {
-        let r = crate::report::load_between(&store, Some(from), Some(to), None)?
+        let r = crate::store::window::load_between(&store, Some(from), Some(to), None)?
             .1
             .report;
         serde_json::to_value(&r.bottleneck)?
@@ -357,7 +357,7 @@ pub fn net(
             .filter(|r| r.ended_ms > r.started_ms)
             .map_or((0, 0), |r| (r.started_ms, r.ended_ms));
         let (wall, hosts) = if to > from {
-            let r = crate::report::load_between(&store, Some(from), Some(to), None)?
+            let r = crate::store::window::load_between(&store, Some(from), Some(to), None)?
                 .1
                 .report;
             let hosts = r

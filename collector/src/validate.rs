@@ -29,6 +29,9 @@ use std::time::Instant;
 
 use nasprobe_proto::{Event, Hello, MAX_CPUS, Sample, flags};
 
+/// Events stored per host per sampling interval at most; more are dropped and counted (a gap
+/// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
+pub const EVENTS_PER_INTERVAL: usize = 512;
 /// A NIC faster than 1 Tbit/s in either direction.
 pub(crate) const MAX_NIC_BYTES_PER_S: u128 = 125_000_000_000;
 /// Packets per second of a 1 Tbit/s link at the smallest frame (also bounds TCP counters).

@@ -159,7 +159,7 @@ fn status_text(h: &HostLive) -> String {
         s = format!(
             "flood: {} events dropped (over {} per interval); {s}",
             h.dropped_events,
-            crate::conn::EVENTS_PER_INTERVAL
+            crate::validate::EVENTS_PER_INTERVAL
         );
     }
     match &h.bad {

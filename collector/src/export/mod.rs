@@ -117,7 +117,7 @@ pub fn run(
         c.db.display()
     );
     let store = c.open_store_read()?;
-    let from = since.map(|d| crate::conn::now_ms().saturating_sub(d.as_millis() as u64));
+    let from = since.map(|d| nasprobe_proto::time::now_ms().saturating_sub(d.as_millis() as u64));
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let (r, err) = match format {
         Format::Csv => {

@@ -276,7 +276,7 @@ fn handle(
         "/metrics" => {
             let body = {
                 let s = store.lock().unwrap_or_else(|p| p.into_inner());
-                scrape(&s, max_age, crate::conn::now_ms())
+                scrape(&s, max_age, nasprobe_proto::time::now_ms())
             };
             match body {
                 Ok(b) => respond(conn, 200, CONTENT_TYPE, &b, head_only),

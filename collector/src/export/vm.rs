@@ -649,7 +649,7 @@ async fn run(
     let mut stop_at: Option<Instant> = None;
     // The verdict goes once a minute (best effort: not stored, so not sent later if lost).
     let minute = |ms: u64| ms / 60_000;
-    let mut verdict_sent = minute(crate::conn::now_ms());
+    let mut verdict_sent = minute(nasprobe_proto::time::now_ms());
     loop {
         if stop.load(Ordering::SeqCst) && stop_at.is_none() {
             stop_at = Some(Instant::now() + opts.drain);
@@ -657,7 +657,7 @@ async fn run(
         let (mut store, mut st) = held.take().expect("state is put back");
         let p = pusher.clone();
         let n = opts.batch_records;
-        let now_min = minute(crate::conn::now_ms());
+        let now_min = minute(nasprobe_proto::time::now_ms());
         let verdict_at = (now_min > verdict_sent).then_some(now_min * 60_000);
         let (s, t, r) = smol::unblock(move || {
             let r = push_batch(&mut store, &p, &mut st, n);
