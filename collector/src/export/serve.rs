@@ -16,7 +16,7 @@ use nasprobe_proto::Sample;
 
 use super::format::exposition;
 use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
-use crate::store::Store;
+use crate::store::{Store, decode_stored};
 
 /// Largest request head accepted (request line and headers).
 pub(crate) const MAX_REQUEST: usize = 16 * 1024;
@@ -33,7 +33,7 @@ pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::
     let mut pts = Points::default();
     let instances = store.export_instances()?;
     for (host, rec) in store.latest_samples()? {
-        let (row, time_ms, body) = (rec.instance, rec.time_ms, rec.body);
+        let (row, seq, time_ms, body) = (rec.instance, rec.seq, rec.time_ms, rec.body);
         let h = [("host", host.as_str())];
         pts.point(LAST_SAMPLE, &h, time_ms as f64 / 1000.0, time_ms);
         if max_age.is_some_and(|a| now_ms.saturating_sub(time_ms) > a.as_millis() as u64) {
@@ -42,10 +42,12 @@ pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::
         let Some(inst) = instances.iter().find(|i| i.row == row) else {
             continue;
         };
-        let Ok(mut s) = postcard::from_bytes::<Sample>(&body) else {
+        let Some(s) = decode_stored::<Sample>(&body) else {
+            log::warn!(
+                "serve: the newest stored sample of {host} (seq {seq}) does not decode (corrupt row?); left out of the scrape"
+            );
             continue;
         };
-        nasprobe_proto::sanitize::sample(&mut s); // a row stored by an older collector
         emit_sample(&mut pts, &host, &inst.hello, &s, time_ms);
     }
     // The verdict over the 5 minutes before the newest sample.

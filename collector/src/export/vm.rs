@@ -24,7 +24,7 @@ use nasprobe_proto::{Event, Sample};
 
 use super::format::PromLines;
 use super::metrics::{Metric, Sink, Stamper, emit_event, emit_sample};
-use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError};
+use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError, decode_stored};
 
 /// Records read from the store per batch at most.
 pub const BATCH_RECORDS: usize = 2000;
@@ -547,13 +547,11 @@ fn render(
         return Ok(());
     };
     if r.is_event {
-        if let Ok(mut e) = postcard::from_bytes::<Event>(&r.body) {
-            nasprobe_proto::sanitize::event(&mut e); // a row stored by an older collector
+        if let Some(e) = decode_stored::<Event>(&r.body) {
             emit_event(out, &inst.host, &e, ts);
             stats.events += 1;
         }
-    } else if let Ok(mut s) = postcard::from_bytes::<Sample>(&r.body) {
-        nasprobe_proto::sanitize::sample(&mut s);
+    } else if let Some(s) = decode_stored::<Sample>(&r.body) {
         emit_sample(out, &inst.host, &inst.hello, &s, ts);
         stats.samples += 1;
     } else {

@@ -538,3 +538,24 @@ fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
     }
     StoreError::Sqlite { path, source: e }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_body_decodes_exactly_then_sanitized() {
+        let mut h = crate::testing::nas_hello(7, 1_000, 1_000);
+        h.host_name = heapless::String::try_from("nas\u{1b}[2J").unwrap();
+        let body = postcard::to_allocvec(&h).unwrap();
+        let got = decode_stored::<Hello>(&body).expect("decodes");
+        assert!(nasprobe_proto::sanitize::is_safe(&got.host_name));
+        let mut longer = body.clone();
+        longer.push(0);
+        assert!(
+            decode_stored::<Hello>(&longer).is_none(),
+            "bytes appended: corrupt"
+        );
+        assert!(decode_stored::<Hello>(&body[..body.len() - 1]).is_none());
+    }
+}
