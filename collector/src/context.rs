@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use crate::conn::Target;
 use crate::hosts::{self, HostList, HostSpec};
+use crate::net::conn::Target;
 use crate::store::Store;
 
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ impl Context {
                 Some((_, t)) => t.clone(),
                 None => {
                     let t = Arc::new(
-                        crate::client::read_token(&tf)
+                        crate::token::read_token(&tf)
                             .with_context(|| format!("token for host {}", spec.name))?,
                     );
                     cache.push((tf, t.clone()));

@@ -21,11 +21,11 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nasprobe::conn::{Collector, HostLive, Target};
 use nasprobe::hosts::HostSpec;
+use nasprobe::net::conn::{Collector, HostLive, Target};
+use nasprobe::net::validate::EVENTS_PER_INTERVAL;
 use nasprobe::store::Store;
 use nasprobe::testing::{Attack, HostileAgent, absurd_values, hostile_hello};
-use nasprobe::validate::EVENTS_PER_INTERVAL;
 use nasprobe_testkit::big_stack;
 
 const NP: &str = env!("CARGO_BIN_EXE_nasprobe");
@@ -450,7 +450,7 @@ fn write_mode(path: &Path, content: &[u8], mode: u32) {
 
 #[test]
 fn token_files_follow_the_agents_rules() {
-    use nasprobe::client::read_token;
+    use nasprobe::token::read_token;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let hex = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";

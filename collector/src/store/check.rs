@@ -5,7 +5,7 @@ use nasprobe_proto::time::now_ms;
 use nasprobe_proto::{Event, Hello, Sample};
 
 use super::{InstanceRaw, Store, StoreError, decode_stored, rollup, tiers};
-use crate::validate;
+use crate::net::validate;
 
 /// Result of [`Store::check`] for one agent instance.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 
-use crate::conn::Collector;
 use crate::context::Context;
+use crate::net::conn::Collector;
 
 /// The block every write and read moves: the size the field measured with (`dd bs=1M`).
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -504,7 +504,7 @@ fn step_title(name: &str) -> &'static str {
 }
 
 fn wall_text(w: &Option<serde_json::Value>) -> Option<String> {
-    crate::test_cmd::wall_sentence(w.as_ref()?)
+    crate::output::wall_sentence(w.as_ref()?)
 }
 
 /// One sentence: the slowest step, its grade and its wall.

@@ -21,10 +21,10 @@ use smol::future::FutureExt as _;
 
 use nasprobe_proto::time::now_ms;
 
-use crate::client::{ClientError, Incoming, Session};
 use crate::hosts::HostSpec;
+use crate::net::client::{ClientError, Incoming, Session};
+use crate::net::validate::EVENTS_PER_INTERVAL;
 use crate::store::{Item, Registration, Retention, Store, StoreError};
-use crate::validate::EVENTS_PER_INTERVAL;
 
 /// Records per transaction at most.
 pub(crate) const BATCH_MAX: usize = 500;
@@ -76,7 +76,7 @@ pub struct HostLive {
     pub bad: Option<String>,
     /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
     pub rejected: u64,
-    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`](crate::validate::EVENTS_PER_INTERVAL) in
+    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`](crate::net::validate::EVENTS_PER_INTERVAL) in
     /// one interval.
     pub dropped_events: u64,
     /// The last connection failed for a reason retrying does not fix (wrong token, refused,
@@ -355,7 +355,7 @@ struct Flood {
 /// samples and events, the event cap per interval. Turns each incoming item into what to store.
 struct Gate {
     hello: Hello,
-    added: crate::validate::Added,
+    added: crate::net::validate::Added,
     /// Interval number (time_ms / interval_ms) and events kept in it.
     bucket: (u64, usize),
     flood: Option<Flood>,
@@ -387,7 +387,7 @@ impl Gate {
     fn admit(
         &mut self,
         inc: Incoming,
-        window: &crate::validate::TimeWindow,
+        window: &crate::net::validate::TimeWindow,
         idx: usize,
         spec: &HostSpec,
         instance: i64,
@@ -420,9 +420,9 @@ impl Gate {
         };
         let verdict = window.check(r.time_ms).and_then(|()| match &r.body {
             RecordBody::Sample(smp) => {
-                crate::validate::check_sample_with(&self.hello, self.added, smp)
+                crate::net::validate::check_sample_with(&self.hello, self.added, smp)
             }
-            RecordBody::Event(ev) => crate::validate::check_event(&self.hello, ev),
+            RecordBody::Event(ev) => crate::net::validate::check_event(&self.hello, ev),
         });
         if let Err(why) = verdict {
             self.flush(instance, &mut out);
