@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::context::Context;
 use crate::export::metrics::{Sink, Stamper, emit_event, emit_sample};
 use crate::export::{Format, format, vm};
-use crate::store::{Store, Walked};
+use crate::store::{StoreReader, Walked};
 
 /// Writes every stored sample and event of the window (optionally only some hosts) to `sink`,
 /// host by host and agent instance by instance in seq order, streaming: one sample decoded at
@@ -15,7 +15,7 @@ use crate::store::{Store, Walked};
 /// naming it. Stops early when the sink failed (a closed pipe). Returns
 /// (samples, events).
 pub(crate) fn write_points(
-    store: &Store,
+    store: &StoreReader,
     from_ms: Option<u64>,
     hosts: &[String],
     sink: &mut dyn Sink,

@@ -16,7 +16,7 @@ use nasprobe_proto::Sample;
 
 use super::format::exposition;
 use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
-use crate::store::{Store, decode_stored};
+use crate::store::{Store, StoreReader, decode_stored};
 
 /// Largest request head accepted (request line and headers).
 pub(crate) const MAX_REQUEST: usize = 16 * 1024;
@@ -29,7 +29,11 @@ pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8"
 
 /// The scrape body: the newest sample of every host whose newest sample is at most `max_age`
 /// old (None: any age), plus per host its newest sample time and events stored per kind.
-pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::Result<Vec<u8>> {
+pub fn scrape(
+    store: &StoreReader,
+    max_age: Option<Duration>,
+    now_ms: u64,
+) -> anyhow::Result<Vec<u8>> {
     let mut pts = Points::default();
     let instances = store.export_instances()?;
     for (host, rec) in store.latest_samples()? {
@@ -86,7 +90,7 @@ impl Server {
             TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        let store = Arc::new(Mutex::new(Store::open(db)?));
+        let store = Arc::new(Mutex::new(Store::open(db)?.into_reader()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s2 = stop.clone();
         let db = db.to_path_buf();
@@ -110,7 +114,7 @@ impl Server {
 
 fn accept_loop(
     listener: TcpListener,
-    store: Arc<Mutex<Store>>,
+    store: Arc<Mutex<StoreReader>>,
     db: PathBuf,
     max_age: Option<Duration>,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -261,7 +265,7 @@ fn respond(
 
 fn handle(
     conn: &mut TcpStream,
-    store: &Mutex<Store>,
+    store: &Mutex<StoreReader>,
     db: &Path,
     max_age: Option<Duration>,
 ) -> std::io::Result<()> {

@@ -76,7 +76,7 @@ pub struct HostLive {
     pub bad: Option<String>,
     /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
     pub rejected: u64,
-    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`](crate::net::validate::EVENTS_PER_INTERVAL) in
+    /// Events dropped on this run because the host sent more than [`crate::net::validate::EVENTS_PER_INTERVAL`] in
     /// one interval.
     pub dropped_events: u64,
     /// The last connection failed for a reason retrying does not fix (wrong token, refused,

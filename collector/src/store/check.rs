@@ -4,10 +4,10 @@
 use nasprobe_proto::time::now_ms;
 use nasprobe_proto::{Event, Hello, Sample};
 
-use super::{InstanceRaw, Store, StoreError, decode_stored, rollup, tiers};
+use super::{InstanceRaw, StoreError, StoreReader, decode_stored, rollup, tiers};
 use crate::net::validate;
 
-/// Result of [`Store::check`] for one agent instance.
+/// Result of [`StoreReader::check`] for one agent instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceCheck {
     pub host: String,
@@ -26,7 +26,7 @@ pub struct InstanceCheck {
     pub bad_rows: Vec<(Option<u64>, String)>,
 }
 
-impl Store {
+impl StoreReader {
     /// Every seq stored for a host's instance (samples and events), ascending: for tests.
     pub fn seqs(&self, instance_row: i64) -> Result<Vec<u64>, StoreError> {
         let mut stmt = self

@@ -8,7 +8,7 @@ use nasprobe_proto::Hello;
 use nasprobe_proto::time::now_ms;
 use rusqlite::{OptionalExtension, params};
 
-use super::{Store, StoreError, classify, decode_stored};
+use super::{Store, StoreError, StoreReader, classify, decode_stored};
 
 /// A stored record on its way to an export target: a sample or an event, body as received.
 #[derive(Debug, Clone)]
@@ -45,7 +45,7 @@ pub struct ExportCursor {
 /// Export cursors and reads for the exporters (`record --export-vm`, `serve --metrics`).
 /// Cursors are written only after the target answered 2xx, so an unreachable target makes
 /// records wait here.
-impl Store {
+impl StoreReader {
     /// Every agent instance with its host name and decoded `Hello`, oldest first.
     pub fn export_instances(&self) -> Result<Vec<ExportInstance>, StoreError> {
         let e = |e| self.err(e);
@@ -80,40 +80,6 @@ impl Store {
             })
             .map_err(e)?;
         rows.collect::<Result<_, _>>().map_err(e)
-    }
-
-    /// Moves cursors of `target` forward (never back) in one transaction.
-    pub(crate) fn set_export_cursor(
-        &mut self,
-        target: &str,
-        cursors: &[(i64, ExportCursor)],
-    ) -> Result<(), StoreError> {
-        let path = self.path.clone();
-        let e = |e| classify(&path, e);
-        let now = now_ms() as i64;
-        let tx = self.conn.transaction().map_err(e)?;
-        {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT INTO export_cursors(target, instance, seq, acked, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT(target, instance) DO UPDATE
-                     SET seq = MAX(seq, excluded.seq), acked = MAX(acked, excluded.acked),
-                         updated_ms = excluded.updated_ms",
-                )
-                .map_err(e)?;
-            for (inst, c) in cursors {
-                up.execute(params![
-                    target,
-                    inst,
-                    c.seq as i64,
-                    c.acked.max(c.seq) as i64,
-                    now
-                ])
-                .map_err(e)?;
-            }
-        }
-        tx.commit().map_err(e)
     }
 
     /// Up to `limit` records (samples and events) after `after` (instance row → seq; missing:
@@ -322,5 +288,41 @@ impl Store {
             })
             .map_err(e)?;
         rows.collect::<Result<_, _>>().map_err(e)
+    }
+}
+
+impl Store {
+    /// Moves cursors of `target` forward (never back) in one transaction.
+    pub(crate) fn set_export_cursor(
+        &mut self,
+        target: &str,
+        cursors: &[(i64, ExportCursor)],
+    ) -> Result<(), StoreError> {
+        let path = self.reader.path.clone();
+        let e = |e| classify(&path, e);
+        let now = now_ms() as i64;
+        let tx = self.reader.conn.transaction().map_err(e)?;
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT INTO export_cursors(target, instance, seq, acked, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT(target, instance) DO UPDATE
+                     SET seq = MAX(seq, excluded.seq), acked = MAX(acked, excluded.acked),
+                         updated_ms = excluded.updated_ms",
+                )
+                .map_err(e)?;
+            for (inst, c) in cursors {
+                up.execute(params![
+                    target,
+                    inst,
+                    c.seq as i64,
+                    c.acked.max(c.seq) as i64,
+                    now
+                ])
+                .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
     }
 }

@@ -7,18 +7,21 @@
 //!
 //! Samples are kept compactly (issue 17): the newest ones of each instance as raw rows of
 //! `samples` (the open chunk, durable per batch like any row), and once a sample of a later
-//! [`chunk::SPAN_MS`] window arrives the closed windows are folded, in the same transaction,
-//! into `sample_chunks` rows (zstd, see [`chunk`]). Every read goes through both.
+//! `chunk::SPAN_MS` window arrives the closed windows are folded, in the same transaction,
+//! into `sample_chunks` rows (zstd, see `chunk`). Every read goes through both.
 //!
 //! `instances.last_seq` is the committed high-water mark of an instance (records and `Gone`
 //! ranges): a reconnecting collector resumes after it.
 //!
 //! The parts: this file opens the store and holds the row helpers every reader shares, with
-//! [`decode_stored`], the one decoder of a stored body; [`schema`] (migrations), [`write`]
+//! `decode_stored`, the one decoder of a stored body; [`schema`] (migrations), [`write`](mod@write)
 //! (registration and batches), [`read`] (`load_window`, `walk`, `summary`), [`check`],
-//! [`retention`], [`export_cursor`] (the exporters' reads and cursors); [`chunk`], [`rollup`]
-//! and [`tiers`] (the compact forms of samples); [`window`], the bridge to the analysis (a
+//! [`retention`], [`export_cursor`] (the exporters' reads and cursors); `chunk`, `rollup`
+//! and `tiers` (the compact forms of samples); [`window`], the bridge to the analysis (a
 //! window loaded and analyzed once, as every command reads it).
+//!
+//! Two handles: [`StoreReader`] (every read: report, check, export, serve, the live verdict)
+//! and [`Store`], the writer owned by the store task, which derefs to its reader.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -119,19 +122,35 @@ pub struct Gap {
     pub reason: String,
 }
 
-/// The store: one SQLite connection with what its writes remember between batches.
-pub struct Store {
+/// The reading side of the store: one SQLite connection and what its schema holds. `report`,
+/// `check`, `export`, `serve` and the live verdict read through one
+/// ([`StoreReader::open_read_only`]); the writer [`Store`] is one too (it derefs to it).
+pub struct StoreReader {
     conn: Connection,
     path: PathBuf,
+    /// The schema has `sample_chunks` (false only for files kept at an old schema by tests).
+    chunks: bool,
+    /// Schema 5 or later: rollup tiers are written as chunks close.
+    tiers: bool,
+}
+
+/// The writer, owned by the store task (or a command that records): registrations, batches,
+/// retention, clock offsets, export cursors, with what its writes remember between batches.
+/// It reads as the [`StoreReader`] it derefs to.
+pub struct Store {
+    reader: StoreReader,
     /// Gone gaps whose end time waits for the next record of their instance: instance → to_seq.
     open_gaps: HashMap<i64, u64>,
     /// Highest seq folded into a chunk per instance (loaded on first write): a sample at or
     /// below it is looked up in the chunks before it is stored.
     chunk_hw: HashMap<i64, u64>,
-    /// The schema has `sample_chunks` (false only for files kept at an old schema by tests).
-    chunks: bool,
-    /// Schema 5 or later: rollup tiers are written as chunks close.
-    tiers: bool,
+}
+
+impl std::ops::Deref for Store {
+    type Target = StoreReader;
+    fn deref(&self) -> &StoreReader {
+        &self.reader
+    }
 }
 
 impl Store {
@@ -140,18 +159,24 @@ impl Store {
         Store::open_to(path, SCHEMA_VERSION)
     }
 
+    /// The reading side alone (for a reader that opened the file as a writer, e.g. to create
+    /// or migrate it).
+    pub fn into_reader(self) -> StoreReader {
+        self.reader
+    }
+}
+
+impl StoreReader {
     /// Opens an existing database for reading only (report, events, check, export): nothing is
     /// created, migrated or written. A file on a read-only file system (where SQLite cannot
     /// make its `-shm` file) is opened as immutable, and the returned note says so (a recorder
     /// writing to it meanwhile is then not seen).
-    pub fn open_read_only(path: &Path) -> Result<(Store, Option<String>), StoreError> {
+    pub fn open_read_only(path: &Path) -> Result<(StoreReader, Option<String>), StoreError> {
         use rusqlite::OpenFlags;
-        let probe = |conn: Connection| -> Result<Store, StoreError> {
-            let s = Store {
+        let probe = |conn: Connection| -> Result<StoreReader, StoreError> {
+            let s = StoreReader {
                 conn,
                 path: path.to_path_buf(),
-                open_gaps: HashMap::new(),
-                chunk_hw: HashMap::new(),
                 chunks: true,
                 tiers: true,
             };
@@ -397,7 +422,7 @@ impl Store {
         })
     }
 
-    /// [`Store::each_sample`] until `f` returns false.
+    /// [`StoreReader::each_sample`] until `f` returns false.
     fn each_sample_while(
         &self,
         instance: i64,
@@ -494,7 +519,7 @@ pub(crate) fn decode_stored<T: Stored>(body: &[u8]) -> Option<T> {
     Some(v)
 }
 
-/// What [`Store::each_sample`] hands over: a sample, or a damaged chunk with why.
+/// What [`StoreReader::each_sample`] hands over: a sample, or a damaged chunk with why.
 type StoredSample<'a> = Result<Row, (&'a ChunkMeta, ChunkError)>;
 
 /// A `sample_chunks` row without its data.

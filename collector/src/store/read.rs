@@ -1,6 +1,6 @@
 //! Reading: every reader's way through the chunks, rollups and raw rows — the analysis' window
-//! ([`Store::load_window_at`], raw or merged into steps), the streaming [`Store::walk`] of the
-//! exporters, and [`Store::summary`] (counts only).
+//! ([`StoreReader::load_window_at`], raw or merged into steps), the streaming [`StoreReader::walk`] of the
+//! exporters, and [`StoreReader::summary`] (counts only).
 
 use std::collections::HashMap;
 
@@ -10,7 +10,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::chunk::Row;
 use super::rollup::{self, Merged, Merger};
-use super::{Gap, InstanceRaw, Store, StoreError, decode_stored, tiers};
+use super::{Gap, InstanceRaw, StoreError, StoreReader, decode_stored, tiers};
 
 /// Counts for one host over a window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct HostSummary {
     pub gaps: Vec<Gap>,
 }
 
-impl Store {
+impl StoreReader {
     /// The committed high-water mark of an agent instance of a host, if known.
     pub fn resume_point(&self, host: &str, instance_id: u64) -> Result<Option<u64>, StoreError> {
         self.conn
@@ -260,8 +260,8 @@ impl Store {
         self.load_window_at(from_ms, to_ms, None)
     }
 
-    /// [`Store::load_window`] with the samples of each instance merged into one per
-    /// `resolution_ms` step of their times ([`rollup`]; None: raw samples). Only the
+    /// [`StoreReader::load_window`] with the samples of each instance merged into one per
+    /// `resolution_ms` step of their times (`rollup`; None: raw samples). Only the
     /// merged samples are kept: memory follows the steps, not the samples.
     pub fn load_window_at(
         &self,
@@ -546,7 +546,7 @@ impl Store {
     }
 }
 
-/// One agent instance of a host in the window [`Store::load_window_at`] reads.
+/// One agent instance of a host in the window [`StoreReader::load_window_at`] reads.
 struct Among<'a> {
     /// The host's name.
     name: &'a str,
@@ -606,7 +606,7 @@ fn corrupt_gap(host: &str, seq: u64, time_ms: u64, what: &str, samples: u64) -> 
     }
 }
 
-/// One record of [`Store::walk`].
+/// One record of [`StoreReader::walk`].
 pub enum Walked<'a> {
     Sample {
         host: &'a str,
@@ -628,7 +628,7 @@ pub enum Walked<'a> {
     },
 }
 
-/// What [`Store::each_step`] hands over: a merged step, a damaged chunk or rollup row (what,
+/// What [`StoreReader::each_step`] hands over: a merged step, a damaged chunk or rollup row (what,
 /// and its first seq, last seq, first ms, last ms, samples or steps), or one stored body that
 /// does not decode (seq, time).
 enum Step {

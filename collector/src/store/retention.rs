@@ -66,7 +66,7 @@ impl Store {
     /// and rows deleted.
     pub fn apply_retention(&mut self, cuts: RetentionCutoffs) -> Result<usize, StoreError> {
         let cutoff_ms = cuts.raw_ms;
-        let path = self.path.clone();
+        let path = self.reader.path.clone();
         let e = |e| classify(&path, e);
         let rows: Vec<(i64, u64)> = {
             let mut stmt = self
@@ -105,7 +105,7 @@ impl Store {
                 }
             }
         }
-        let tx = self.conn.transaction().map_err(e)?;
+        let tx = self.reader.conn.transaction().map_err(e)?;
         let mut n = 0;
         for (m, keep) in cut {
             n += (m.n as usize).saturating_sub(keep.len());
@@ -130,7 +130,7 @@ impl Store {
                 )
                 .map_err(e)?;
         }
-        if self.chunks {
+        if self.reader.chunks {
             let gone: i64 = tx
                 .query_row(
                     "SELECT COALESCE(SUM(n), 0) FROM sample_chunks WHERE last_ms < ?1",
@@ -145,7 +145,7 @@ impl Store {
             .map_err(e)?;
             n += gone as usize;
         }
-        if self.tiers {
+        if self.reader.tiers {
             n += tiers::apply_retention(&tx, rollup::MINUTE_MS, cuts.minute_ms).map_err(e)?;
             n += tiers::apply_retention(&tx, rollup::HOUR_MS, cuts.hour_ms).map_err(e)?;
         }
@@ -166,7 +166,7 @@ impl Store {
             .map_err(e)?;
         // Instances with nothing left and older than the cutoff; keep the newest of each host
         // (it is the resume point).
-        let with_rollups = if self.tiers {
+        let with_rollups = if self.reader.tiers {
             " AND NOT EXISTS (SELECT 1 FROM rollups r WHERE r.instance = instances.id)"
         } else {
             ""

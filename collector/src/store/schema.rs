@@ -7,7 +7,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use super::write::fold_instance;
-use super::{Store, StoreError, classify, tiers};
+use super::{Store, StoreError, StoreReader, classify, tiers};
 
 /// Schema migrations; version N is reached by applying the first N entries.
 const MIGRATIONS: &[&str] = &[
@@ -123,18 +123,71 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(|e| classify(path, e))?;
         let mut s = Store {
-            conn,
-            path: path.to_path_buf(),
+            reader: StoreReader {
+                conn,
+                path: path.to_path_buf(),
+                chunks: false,
+                tiers: false,
+            },
             open_gaps: HashMap::new(),
             chunk_hw: HashMap::new(),
-            chunks: false,
-            tiers: false,
         };
         s.setup().map_err(|e| s.err(e))?;
         s.migrate_to(version)?;
         Ok(s)
     }
 
+    /// Applies migrations up to `target` (tests use it to build old files).
+    pub fn migrate_to(&mut self, target: i64) -> Result<(), StoreError> {
+        let found = self.schema_version()?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.reader.path.clone(),
+                found,
+                known: SCHEMA_VERSION,
+            });
+        }
+        for v in found + 1..=target {
+            let tx = self
+                .reader
+                .conn
+                .transaction()
+                .map_err(|e| classify(&self.reader.path, e))?;
+            tx.execute_batch(MIGRATIONS[(v - 1) as usize])
+                .and_then(|_| match v {
+                    CHUNKS_SINCE => fold_all(&tx),
+                    TIERS_SINCE => {
+                        log::info!(
+                            "database {}: building its rollup tiers from its chunks (once; a month of ten hosts takes minutes)",
+                            self.reader.path.display()
+                        );
+                        tiers::build_all(&tx)
+                    }
+                    _ => Ok(()),
+                })
+                .and_then(|_| {
+                    tx.execute("DELETE FROM schema_version", [])?;
+                    tx.execute("INSERT INTO schema_version(version) VALUES (?1)", [v])
+                })
+                .map_err(|e| classify(&self.reader.path, e))?;
+            tx.commit().map_err(|e| classify(&self.reader.path, e))?;
+        }
+        let version = self.schema_version()?;
+        self.reader.chunks = version >= CHUNKS_SINCE;
+        self.reader.tiers = version >= TIERS_SINCE;
+        Ok(())
+    }
+
+    /// Opens (creating if needed) a file and brings it only to schema `version`: tests write
+    /// stores of an older nasprobe with it (below schema 4 samples stay raw rows, as then).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn open_at_schema(path: &Path, version: i64) -> Result<Store, StoreError> {
+        Store::open_to(path, version)
+    }
+}
+
+impl StoreReader {
+    /// WAL, a busy timeout, and the schema version's table.
     pub(super) fn setup(&self) -> rusqlite::Result<()> {
         self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
         self.conn
@@ -154,53 +207,6 @@ impl Store {
             })
             .map(|v| v.unwrap_or(0))
             .map_err(|e| self.err(e))
-    }
-
-    /// Applies migrations up to `target` (tests use it to build old files).
-    pub fn migrate_to(&mut self, target: i64) -> Result<(), StoreError> {
-        let found = self.schema_version()?;
-        if found > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: self.path.clone(),
-                found,
-                known: SCHEMA_VERSION,
-            });
-        }
-        for v in found + 1..=target {
-            let tx = self
-                .conn
-                .transaction()
-                .map_err(|e| classify(&self.path, e))?;
-            tx.execute_batch(MIGRATIONS[(v - 1) as usize])
-                .and_then(|_| match v {
-                    CHUNKS_SINCE => fold_all(&tx),
-                    TIERS_SINCE => {
-                        log::info!(
-                            "database {}: building its rollup tiers from its chunks (once; a month of ten hosts takes minutes)",
-                            self.path.display()
-                        );
-                        tiers::build_all(&tx)
-                    }
-                    _ => Ok(()),
-                })
-                .and_then(|_| {
-                    tx.execute("DELETE FROM schema_version", [])?;
-                    tx.execute("INSERT INTO schema_version(version) VALUES (?1)", [v])
-                })
-                .map_err(|e| classify(&self.path, e))?;
-            tx.commit().map_err(|e| classify(&self.path, e))?;
-        }
-        let version = self.schema_version()?;
-        self.chunks = version >= CHUNKS_SINCE;
-        self.tiers = version >= TIERS_SINCE;
-        Ok(())
-    }
-
-    /// Opens (creating if needed) a file and brings it only to schema `version`: tests write
-    /// stores of an older nasprobe with it (below schema 4 samples stay raw rows, as then).
-    #[cfg(any(test, feature = "testing"))]
-    pub fn open_at_schema(path: &Path, version: i64) -> Result<Store, StoreError> {
-        Store::open_to(path, version)
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use nasprobe_analysis::{Analysis, HostData, Options, verdict::PEAK_SPAN_MS};
 use nasprobe_proto::time::now_ms;
 
-use super::{Store, StoreError, rollup};
+use super::{StoreError, StoreReader, rollup};
 
 /// The window `[from, to]` of `--since DUR` (None: everything stored).
 pub(crate) fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
@@ -27,7 +27,7 @@ pub(crate) fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
 
 /// Loads the window and analyzes it once (the hosts' data is returned for the HTML view).
 pub fn load(
-    store: &Store,
+    store: &StoreReader,
     since: Option<Duration>,
     expect_bytes: Option<u64>,
 ) -> anyhow::Result<(Vec<HostData>, Analysis)> {
@@ -37,7 +37,7 @@ pub fn load(
 
 /// [`load`] over `[from, to]` (ms since the epoch; None: open ended).
 pub fn load_between(
-    store: &Store,
+    store: &StoreReader,
     mut from: Option<u64>,
     mut to: Option<u64>,
     expect_bytes: Option<u64>,
@@ -85,7 +85,7 @@ pub fn load_between(
 /// The step of the samples a report over `[from, to]` reads: None (raw samples), or rollups
 /// ([`rollup::step_for_span`]) by how long the stored data of the window spans.
 pub(crate) fn resolution(
-    store: &Store,
+    store: &StoreReader,
     from: Option<u64>,
     to: Option<u64>,
 ) -> anyhow::Result<Option<u64>> {
@@ -111,7 +111,7 @@ const BUSIEST_STEPS: usize = 3;
 /// Raises the NIC and flow peaks of `analysis` (built over rollups) to the best 10 s of the
 /// raw samples of each host's [`BUSIEST_STEPS`] busiest steps, where raw samples are still
 /// stored. Returns whether any raw samples were read.
-fn refine_peaks(store: &Store, analysis: &mut Analysis) -> Result<bool, StoreError> {
+fn refine_peaks(store: &StoreReader, analysis: &mut Analysis) -> Result<bool, StoreError> {
     let pad = PEAK_SPAN_MS as u64;
     let mut windows: Vec<(u64, u64)> = Vec::new();
     for s in &analysis.raw {

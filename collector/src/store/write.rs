@@ -106,11 +106,11 @@ impl Store {
         address: &str,
         hello: &Hello,
     ) -> Result<Registration, StoreError> {
-        let path = self.path.clone();
+        let path = self.reader.path.clone();
         let e = |e| classify(&path, e);
         let now = now_ms();
         let blob = postcard::to_allocvec(hello).expect("Hello encodes");
-        let tx = self.conn.transaction().map_err(e)?;
+        let tx = self.reader.conn.transaction().map_err(e)?;
         tx.execute(
             "INSERT INTO hosts(name, address, first_seen_ms) VALUES (?1, ?2, ?3)
              ON CONFLICT(name) DO UPDATE SET address = excluded.address",
@@ -191,12 +191,12 @@ impl Store {
     /// Writes a batch in one transaction. Records already stored are skipped (never stored
     /// twice). On error nothing of the batch is kept: retry the same batch.
     pub fn write_batch(&mut self, items: &[Item]) -> Result<(), StoreError> {
-        let path = self.path.clone();
+        let path = self.reader.path.clone();
         let e = |e| classify(&path, e);
         let mut open_gaps = self.open_gaps.clone();
         let mut chunk_hw = self.chunk_hw.clone();
-        let (chunks, with_tiers) = (self.chunks, self.tiers);
-        let tx = self.conn.transaction().map_err(e)?;
+        let (chunks, with_tiers) = (self.reader.chunks, self.reader.tiers);
+        let tx = self.reader.conn.transaction().map_err(e)?;
         {
             let mut b = Batch::new(&tx, chunks, &mut open_gaps, &mut chunk_hw).map_err(e)?;
             for it in items {
@@ -217,9 +217,10 @@ impl Store {
         instance: i64,
         c: nasprobe_analysis::ClockOffset,
     ) -> Result<(), StoreError> {
-        let e = |e| classify(&self.path, e);
-        self.conn.execute_batch(CLOCK_TABLE).map_err(e)?;
-        self.conn
+        let e = |e| classify(&self.reader.path, e);
+        self.reader.conn.execute_batch(CLOCK_TABLE).map_err(e)?;
+        self.reader
+            .conn
             .execute(
                 "INSERT INTO clock_offsets(instance, offset_ms, precision_ms, measured_ms)
                  VALUES (?1, ?2, ?3, ?4)

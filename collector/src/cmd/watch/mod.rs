@@ -6,8 +6,8 @@
 //! second and the verdict line every 10 s.
 
 //!
-//! [`plain`]: the plain lines (and the texts the TUI shares with them); [`tui`]: the ratatui
-//! view; [`figures`]: what a panel's lists and sparklines follow, from one sample.
+//! `plain`: the plain lines (and the texts the TUI shares with them); `tui`: the ratatui
+//! view; `figures`: what a panel's lists and sparklines follow, from one sample.
 
 mod figures;
 mod plain;
