@@ -14,9 +14,9 @@
 //! ranges): a reconnecting collector resumes after it.
 //!
 //! The parts: this file opens the store and holds the row helpers every reader shares, with
-//! `decode_stored`, the one decoder of a stored body; [`schema`] (migrations), [`write`](mod@write)
-//! (registration and batches), [`read`] (`load_window`, `walk`, `summary`), [`check`],
-//! [`retention`], [`export_cursor`] (the exporters' reads and cursors); `chunk`, `rollup`
+//! `decode_stored`, the one decoder of a stored body; `schema` (migrations), `write`
+//! (registration and batches), `read` (`load_window`, `walk`, `summary`), `check`,
+//! `retention`, `export_cursor` (the exporters' reads and cursors); `chunk`, `rollup`
 //! and `tiers` (the compact forms of samples); [`window`], the bridge to the analysis (a
 //! window loaded and analyzed once, as every command reads it).
 //!
@@ -31,16 +31,16 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use chunk::{ChunkError, Row};
 
-pub mod check;
+mod check;
 pub(crate) mod chunk;
-pub mod export_cursor;
-pub mod read;
-pub mod retention;
+mod export_cursor;
+mod read;
+mod retention;
 pub(crate) mod rollup;
-pub mod schema;
+mod schema;
 pub(crate) mod tiers;
 pub mod window;
-pub mod write;
+mod write;
 
 pub use check::InstanceCheck;
 pub use export_cursor::{ExportCursor, ExportInstance, ExportRecord};
