@@ -34,7 +34,7 @@ fn main() {
         eprintln!("hostile_agent listens on loopback only, not {addr}");
         std::process::exit(2);
     }
-    let token = match nasprobe::client::read_token(std::path::Path::new(tok)) {
+    let token = match nasprobe::token::read_token(std::path::Path::new(tok)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("hostile_agent: {e:#}");

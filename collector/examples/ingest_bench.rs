@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
+use nasprobe::net::conn::{Collector, Target};
 use nasprobe::store::{Item, Store};
 use nasprobe::testing::{FakeAgent, FakeHistory, nas_hello, nas_sample};
 

@@ -274,7 +274,7 @@ fn sizes() {
 
 fn chunk_sizes(args: &[String]) {
     let db = PathBuf::from(args.get(1).cloned().unwrap_or_else(|| "store.db".into()));
-    let (s, _) = Store::open_read_only(&db).expect("open store");
+    let (s, _) = nasprobe::store::StoreReader::open_read_only(&db).expect("open store");
     let mut after = std::collections::HashMap::new();
     let mut bodies: Vec<Vec<u8>> = Vec::new();
     loop {

@@ -36,7 +36,7 @@ impl Common {
             token_file: self
                 .token_file
                 .clone()
-                .unwrap_or_else(crate::default_token_file),
+                .unwrap_or_else(crate::token::default_path),
             hosts_file: self
                 .hosts_file
                 .clone()

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use crate::conn::Target;
 use crate::hosts::{self, HostList, HostSpec};
-use crate::store::Store;
+use crate::net::conn::Target;
+use crate::store::{Store, StoreReader};
 
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -56,7 +56,7 @@ impl Context {
                 Some((_, t)) => t.clone(),
                 None => {
                     let t = Arc::new(
-                        crate::client::read_token(&tf)
+                        crate::token::read_token(&tf)
                             .with_context(|| format!("token for host {}", spec.name))?,
                     );
                     cache.push((tf, t.clone()));
@@ -74,14 +74,14 @@ impl Context {
     }
 
     /// Opens the existing store for a read command: nothing is created, migrated or written
-    /// (see [`Store::open_read_only`]); says on stderr when it could only be read as a snapshot.
-    pub(crate) fn open_store_read(&self) -> anyhow::Result<Store> {
+    /// (see [`StoreReader::open_read_only`]); says on stderr when it could only be read as a snapshot.
+    pub(crate) fn open_store_read(&self) -> anyhow::Result<StoreReader> {
         anyhow::ensure!(
             self.db.exists(),
             "no database at {} (record something first: nasprobe record HOST)",
             self.db.display()
         );
-        let (s, note) = Store::open_read_only(&self.db)?;
+        let (s, note) = StoreReader::open_read_only(&self.db)?;
         if let Some(n) = note {
             eprintln!("nasprobe: {n}");
         }

@@ -3,44 +3,28 @@
 //!
 //! - [`cli`]: flags and commands, resolved into a [`context::Context`] (database, token,
 //!   host list, retention) that the commands take; [`hosts`]: host arguments and the host
-//!   list file; [`signals`]: SIGINT/SIGTERM;
-//! - [`client`]: one agent connection (the protocol's collector side);
-//! - [`conn`]: the smol supervisor (one task per agent, one store task);
-//! - [`store`]: SQLite (WAL, migrations, batched writes, `load_window` for the analysis);
-//! - [`model`]: decoded samples and rates; [`watch`], [`record`], [`report`]: the commands;
-//! - [`local`]: `watch --local` runs an agent on this machine.
+//!   list file; [`token`]: the token file; [`signals`]: SIGINT/SIGTERM; [`output`]: stdout;
+//! - [`cmd`]: the commands, one file each (record, watch, report/events/check, export, serve,
+//!   test, ladder, hosts), none importing another;
+//! - [`net`]: the agents on the network (connection, supervisor, plausibility checks);
+//! - [`store`]: SQLite (WAL, migrations, batched writes, reads; `store::window`, the bridge to
+//!   the analysis);
+//! - [`export`]: VictoriaMetrics, the scrape endpoint, the point formats;
+//! - [`model`]: decoded samples and rates; [`live_verdict`]: the verdict over the last minute;
+//!   [`local`]: `watch --local` runs an agent on this machine.
 
-pub(crate) mod chunk;
 pub mod cli;
-pub mod client;
-pub mod conn;
+pub mod cmd;
 pub mod context;
 pub mod export;
 pub mod hosts;
-pub mod ladder;
 pub mod live_verdict;
 pub mod local;
 pub mod model;
+pub mod net;
 pub mod output;
-pub(crate) mod peaks;
-pub mod record;
-pub mod report;
-pub(crate) mod rollup;
 pub mod signals;
 pub mod store;
-pub mod test_cmd;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub(crate) mod tiers;
-pub mod validate;
-pub mod watch;
-
-use std::path::PathBuf;
-
-/// Default token file when neither the host nor `--token-file` names one.
-pub(crate) fn default_token_file() -> PathBuf {
-    dirs::config_dir()
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join("nasprobe")
-        .join("token")
-}
+pub mod token;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use nasprobe_analysis::Report;
 use nasprobe_analysis::verdict::Resource;
 
-use crate::store::Store;
+use crate::store::{Store, StoreReader};
 
 /// The window the live verdict judges: the last minute, as the field cases are read.
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);
@@ -76,9 +76,9 @@ impl Banner {
 }
 
 /// The verdict over the last [`WINDOW`] of the store at `db`, or None while nothing is stored.
-pub fn compute(store: &Store) -> anyhow::Result<Option<Banner>> {
-    let (hosts, analysis) = crate::report::load(store, Some(WINDOW), None)?;
-    let now = crate::conn::now_ms();
+pub fn compute(store: &StoreReader) -> anyhow::Result<Option<Banner>> {
+    let (hosts, analysis) = crate::store::window::load(store, Some(WINDOW), None)?;
+    let now = nasprobe_proto::time::now_ms();
     let first = hosts
         .iter()
         .filter_map(|h| h.samples.first().map(|s| s.time_ms))
@@ -107,7 +107,7 @@ impl LiveVerdict {
         let thread = std::thread::Builder::new()
             .name("live-verdict".into())
             .spawn(move || {
-                let store = match Store::open(&db) {
+                let store = match Store::open(&db).map(Store::into_reader) {
                     Ok(s) => s,
                     Err(e) => {
                         *out.lock().expect("not poisoned") = Some(Err(e.to_string()));

@@ -82,14 +82,14 @@ pub fn start() -> anyhow::Result<LocalAgent> {
         "nasprobe-local-{}-{:08x}",
         std::process::id(),
         u32::from_le_bytes(
-            crate::client::random_nonce()[..4]
+            crate::token::random_bytes()[..4]
                 .try_into()
                 .expect("4 bytes")
         )
     ));
     create_private_dir(&dir)?;
     let token_file = dir.join("token");
-    write_token(&token_file)?;
+    crate::token::create(&token_file)?;
     let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
     let log = dir.join("agent.log");
@@ -135,20 +135,4 @@ fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
     }
     #[cfg(not(unix))]
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))
-}
-
-fn write_token(path: &Path) -> anyhow::Result<()> {
-    let n = crate::client::random_nonce();
-    let hex: String = n.iter().map(|b| format!("{b:02x}")).collect();
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    use std::io::Write;
-    o.open(path)
-        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()))
-        .with_context(|| format!("cannot write {}", path.display()))
 }

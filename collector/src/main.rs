@@ -1,7 +1,7 @@
 //! `nasprobe`: the collector command line. Exit codes: 0 ok, 1 failure, 2 usage.
 
 use clap::Parser;
-use nasprobe::cli::{Cli, Command, HostsCommand, TestCommand, exit};
+use nasprobe::cli::{Cli, Command, TestCommand, exit};
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -39,22 +39,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             duration,
             export_vm,
             hosts,
-        } => nasprobe::record::run(c, duration, export_vm.as_deref(), &hosts),
+        } => nasprobe::cmd::record::run(c, duration, export_vm.as_deref(), &hosts),
         Command::Export {
             format,
             since,
             host,
             push_vm,
         } => match push_vm {
-            Some(url) => nasprobe::export::push_vm(c, &url),
-            None => nasprobe::export::run(c, format, since, &host),
+            Some(url) => nasprobe::cmd::export::push_vm(c, &url),
+            None => nasprobe::cmd::export::run(c, format, since, &host),
         },
         Command::Serve {
             metrics,
             max_age,
             duration,
             hosts,
-        } => nasprobe::export::serve::run(
+        } => nasprobe::cmd::serve::run(
             c,
             &metrics,
             (!max_age.is_zero()).then_some(max_age),
@@ -66,23 +66,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             duration,
             plain,
             hosts,
-        } => nasprobe::watch::run(c, local, duration, plain, &hosts),
+        } => nasprobe::cmd::watch::run(c, local, duration, plain, &hosts),
         Command::Report {
             since,
             json,
             expect,
             html,
-        } => nasprobe::report::run(
+        } => nasprobe::cmd::report::run(
             c,
-            &nasprobe::report::ReportArgs {
+            &nasprobe::cmd::report::ReportArgs {
                 since,
                 json,
                 expect_bytes: expect,
                 html,
             },
         ),
-        Command::Events { since, json } => nasprobe::report::events(c, since, json),
-        Command::Check => nasprobe::report::check(c),
+        Command::Events { since, json } => nasprobe::cmd::report::events(c, since, json),
+        Command::Check => nasprobe::cmd::report::check(c),
         Command::Test {
             command:
                 TestCommand::Net {
@@ -93,7 +93,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     max_bytes,
                     json,
                 },
-        } => nasprobe::test_cmd::net(c, &src, &dst, seconds, &streams, max_bytes, json),
+        } => nasprobe::cmd::test::net(c, &src, &dst, seconds, &streams, max_bytes, json),
         Command::Test {
             command:
                 TestCommand::Disk {
@@ -103,7 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     allow_tmpfs,
                     json,
                 },
-        } => nasprobe::test_cmd::disk(c, &host, &path, size, allow_tmpfs, json),
+        } => nasprobe::cmd::test::disk(c, &host, &path, size, allow_tmpfs, json),
         Command::Ladder {
             dir,
             agents,
@@ -111,9 +111,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             series,
             link_mbit,
             json,
-        } => nasprobe::ladder::run(
+        } => nasprobe::cmd::ladder::run(
             c,
-            &nasprobe::ladder::LadderArgs {
+            &nasprobe::cmd::ladder::LadderArgs {
                 dir,
                 agents,
                 big,
@@ -123,35 +123,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 json,
             },
         ),
-        Command::Hosts { command } => {
-            let (path, mut list) = (&c.hosts_file, c.host_list()?);
-            match command {
-                HostsCommand::Add {
-                    name,
-                    address,
-                    host_token_file,
-                } => {
-                    let mut spec = nasprobe::hosts::parse_host_arg(&format!("{name}={address}"))?;
-                    spec.token_file = host_token_file;
-                    let mut out = nasprobe::output::stdout();
-                    out.line(&spec.to_string())?;
-                    out.finish()?;
-                    list.upsert(spec);
-                    list.save(path)?;
-                }
-                HostsCommand::List => {
-                    let mut out = nasprobe::output::stdout();
-                    for h in &list.hosts {
-                        out.line(&h.to_string())?;
-                    }
-                    out.finish()?;
-                }
-                HostsCommand::Remove { name } => {
-                    anyhow::ensure!(list.remove(&name), "no host {name:?} in {}", path.display());
-                    list.save(path)?;
-                }
-            }
-            Ok(())
-        }
+        Command::Hosts { command } => nasprobe::cmd::hosts::run(c, command),
     }
 }

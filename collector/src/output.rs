@@ -1,6 +1,7 @@
 //! Standard output of every command: one buffered writer whose errors travel up as values, so a
 //! closed pipe (`nasprobe report | head -1`) ends the program quietly with exit 0 and a full disk
-//! (`> /dev/full`) is a one-line error, never a panic of `println!`.
+//! (`> /dev/full`) is a one-line error, never a panic of `println!`; and the wall of a test or
+//! ladder step in words.
 
 use std::io::{self, BufWriter, StdoutLock, Write};
 
@@ -43,6 +44,27 @@ pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The wall of a test or ladder step in words, from the `bottleneck` JSON of `report --json`
+/// ("the wall meanwhile: nic vdst on dst at 97%"); None when there is none to say.
+pub(crate) fn wall_sentence(w: &serde_json::Value) -> Option<String> {
+    let res = w.get("resource")?.as_str()?;
+    if res == nasprobe_analysis::verdict::Resource::None.as_str() {
+        return Some("no wall found on the observed hosts meanwhile".into());
+    }
+    let host = w.get("host").and_then(|h| h.as_str()).unwrap_or("?");
+    let what = w
+        .get("device")
+        .and_then(|d| d.as_str())
+        .or(w.get("process").and_then(|p| p.as_str()))
+        .map(|x| format!(" {x}"))
+        .unwrap_or_default();
+    let u = w.get("utilization").and_then(|u| u.as_f64()).unwrap_or(0.0);
+    Some(format!(
+        "the wall meanwhile: {res}{what} on {host} at {:.0}%",
+        u * 100.0
+    ))
 }
 
 #[cfg(test)]

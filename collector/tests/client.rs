@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use nasprobe::client::{ClientError, Incoming, Session};
-use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
+use nasprobe::net::client::{ClientError, Incoming, Session};
+use nasprobe::net::conn::{Collector, Target};
 use nasprobe::store::{REASON_RING, Store};
 use nasprobe::testing::{FakeAgent, FakeHistory};
 use nasprobe_testkit::big_stack;

@@ -17,7 +17,7 @@ use nasprobe::testing::{exit_event, nas_hello, nas_sample};
 /// `n` records per host, 1 s apart, ending now; every 10th an exit event.
 fn fill(db: &Path, hosts: &[&str], n: u64) {
     let mut store = Store::open(db).unwrap();
-    let start = nasprobe::conn::now_ms() - n * 1000;
+    let start = nasprobe_proto::time::now_ms() - n * 1000;
     for (h, name) in hosts.iter().enumerate() {
         let hello = nas_hello(0x2000 + h as u64, start, 1000);
         let reg = store.register(name, "10.0.0.1:7451", &hello).unwrap();

@@ -179,7 +179,7 @@ impl Drop for Vm {
 /// Returns the sample times per host.
 fn fill(db: &Path, hosts: &[&str], n: u64) -> HashMap<String, Vec<u64>> {
     let mut store = Store::open(db).unwrap();
-    let start = nasprobe::conn::now_ms() - n * 1000 - 60_000;
+    let start = nasprobe_proto::time::now_ms() - n * 1000 - 60_000;
     let mut times = HashMap::new();
     for (h, name) in hosts.iter().enumerate() {
         let hello = nas_hello(0x1000 + h as u64, start, 1000);

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
+use nasprobe::net::conn::{Collector, Target};
 use nasprobe::store::Store;
 use nasprobe::testing::{FakeAgent, FakeHistory};
 

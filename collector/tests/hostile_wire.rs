@@ -21,8 +21,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nasprobe::conn::{Collector, EVENTS_PER_INTERVAL, HostLive, Target};
 use nasprobe::hosts::HostSpec;
+use nasprobe::net::conn::{Collector, HostLive, Target};
+use nasprobe::net::validate::EVENTS_PER_INTERVAL;
 use nasprobe::store::Store;
 use nasprobe::testing::{Attack, HostileAgent, absurd_values, hostile_hello};
 use nasprobe_testkit::big_stack;
@@ -207,7 +208,7 @@ fn record_times_outside_the_plausible_window_are_rejected() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    let now = nasprobe::conn::now_ms() as i64;
+    let now = nasprobe_proto::time::now_ms() as i64;
     assert!(lo > now - 86_400_000 && hi < now + 86_400_000, "{lo} {hi}");
     let rejected: Vec<(i64, String)> = conn
         .prepare("SELECT from_seq, reason FROM gaps ORDER BY from_seq")
@@ -449,7 +450,7 @@ fn write_mode(path: &Path, content: &[u8], mode: u32) {
 
 #[test]
 fn token_files_follow_the_agents_rules() {
-    use nasprobe::client::read_token;
+    use nasprobe::token::read_token;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let hex = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n";
@@ -495,7 +496,7 @@ fn record_with_a_wrong_token_exits_non_zero_naming_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let agent = nasprobe::testing::FakeAgent::start(
         TOKEN.to_vec(),
-        nasprobe::testing::FakeHistory::new(1, nasprobe::conn::now_ms(), 1000),
+        nasprobe::testing::FakeHistory::new(1, nasprobe_proto::time::now_ms(), 1000),
     );
     let tok = dir.path().join("token");
     write_mode(&tok, b"ffffffffffffffffffffffffffffffff\n", 0o600);

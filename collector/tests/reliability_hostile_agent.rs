@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use nasprobe::conn::{Collector, Target};
 use nasprobe::hosts::HostSpec;
+use nasprobe::net::conn::{Collector, Target};
 use nasprobe::store::Store;
 use nasprobe::testing::{
     FakeAgent, FakeHistory, agent_handshake, exit_event, nas_hello, nas_sample,
@@ -381,7 +381,7 @@ fn hostile_body() {
     for (host, seq, body) in &rows {
         let s: Sample = postcard::from_bytes(body).unwrap();
         assert_eq!(
-            nasprobe::validate::check_sample(&hello, &s),
+            nasprobe::net::validate::check_sample(&hello, &s),
             Ok(()),
             "{host} seq {seq} stored"
         );

@@ -147,7 +147,7 @@ fn record(name: &str, dir: &Path) -> Result<(Value, String), String> {
 /// Two samples a step keep the analysis' buckets (>= 2 s and 5 samples) at 2 s as over raw
 /// samples: the merge is what is compared, not a coarser median.
 fn rollups_agree(db: &Path) -> Result<(), String> {
-    let (store, _) = nasprobe::store::Store::open_read_only(db).map_err(|e| e.to_string())?;
+    let (store, _) = nasprobe::store::StoreReader::open_read_only(db).map_err(|e| e.to_string())?;
     let opts = nasprobe_analysis::Options {
         from_ms: None,
         to_ms: None,

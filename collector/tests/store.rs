@@ -281,7 +281,7 @@ fn walk_streams_every_record_in_seq_order_and_stops_when_told() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::open(&dir.path().join("walk.db")).unwrap();
     // Two hosts; 40 minutes at 1 s: closed chunks and the open window's raw rows.
-    let t0 = nasprobe::conn::now_ms() - 3_000_000;
+    let t0 = nasprobe_proto::time::now_ms() - 3_000_000;
     for (host, id) in [("a", 1u64), ("b", 2)] {
         let r = s
             .register(host, "x:1", &nas_hello(id, t0 - 1000, 1000))

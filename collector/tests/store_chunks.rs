@@ -159,7 +159,7 @@ fn chunk_rows(s: &Store) -> (i64, i64) {
 
 #[test]
 fn random_runs_round_trip_exactly() {
-    let now = nasprobe::conn::now_ms();
+    let now = nasprobe_proto::time::now_ms();
     for seed in 1..=4u64 {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.db");
@@ -337,7 +337,7 @@ fn crash_case(src: &Path, dir: &Path, cut_wal: Option<u64>, cut_db: Option<u64>,
 fn a_crash_cut_anywhere_loses_only_what_the_resend_fills() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src.db");
-    let now = nasprobe::conn::now_ms();
+    let now = nasprobe_proto::time::now_ms();
     let mut rng = Rng(0xc0ffee);
     // No lost runs: every seq of the source is a sample or an event.
     let recs: Vec<Rec> = run(&mut rng, 6000, now - 5 * 3_600_000, 1000)
@@ -388,7 +388,7 @@ fn a_crash_cut_anywhere_loses_only_what_the_resend_fills() {
 fn a_damaged_chunk_is_a_named_gap_and_check_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("d.db");
-    let now = nasprobe::conn::now_ms();
+    let now = nasprobe_proto::time::now_ms();
     let mut rng = Rng(7);
     let recs = run(&mut rng, 4000, now - 3 * 3_600_000, 1000)
         .into_iter()
@@ -447,7 +447,7 @@ fn a_damaged_chunk_is_a_named_gap_and_check_names_it() {
 fn a_schema_3_store_migrates_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("old.db");
-    let now = nasprobe::conn::now_ms();
+    let now = nasprobe_proto::time::now_ms();
     let mut rng = Rng(3);
     let recs = run(&mut rng, 7000, now - 4 * 3_600_000, 1000);
     let (before, check_before, resume) = {

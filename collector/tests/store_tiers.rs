@@ -44,7 +44,7 @@ fn write(path: &Path, schema: i64, start_ms: u64, n: u64) -> Store {
 
 fn start() -> u64 {
     // Hour aligned, 10 h ago, plus 7 minutes: the first hour and window are partial.
-    (nasprobe::conn::now_ms() / HOUR - 10) * HOUR + 7 * MINUTE
+    (nasprobe_proto::time::now_ms() / HOUR - 10) * HOUR + 7 * MINUTE
 }
 
 fn steps(s: &Store, step: u64) -> HostData {
@@ -282,7 +282,7 @@ fn a_long_report_takes_its_peaks_from_the_raw_samples_of_the_busiest_steps() {
     );
     let want = raw.hosts[0].nics[0].rx_peak_mb_s;
     assert!(want > 40.0, "{want}");
-    let (_, a) = nasprobe::report::load_between(&s, None, None, None).unwrap();
+    let (_, a) = nasprobe::store::window::load_between(&s, None, None, None).unwrap();
     let eth0 = a.report.hosts[0]
         .nics
         .iter()
@@ -306,7 +306,7 @@ fn a_long_report_takes_its_peaks_from_the_raw_samples_of_the_busiest_steps() {
         hour_ms: t0,
     })
     .unwrap();
-    let (_, a) = nasprobe::report::load_between(&s, None, None, None).unwrap();
+    let (_, a) = nasprobe::store::window::load_between(&s, None, None, None).unwrap();
     let eth0 = a.report.hosts[0]
         .nics
         .iter()
@@ -394,7 +394,7 @@ fn a_long_report_takes_each_listed_death_s_minute_before_from_raw_samples() {
         &s.load_window(None, None).unwrap(),
         &nasprobe_analysis::Options::default(),
     );
-    let (_, a) = nasprobe::report::load_between(&s, None, None, None).unwrap();
+    let (_, a) = nasprobe::store::window::load_between(&s, None, None, None).unwrap();
     let p = &a.report.patterns[0];
     assert_eq!(p.deaths_total, 21, "{p:?}");
     assert_eq!(p.deaths.len(), 6, "first and last 3 listed");

@@ -16,7 +16,7 @@ use nasprobe_proto::Sample;
 
 use super::format::exposition;
 use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
-use crate::store::Store;
+use crate::store::{Store, StoreReader, decode_stored};
 
 /// Largest request head accepted (request line and headers).
 pub(crate) const MAX_REQUEST: usize = 16 * 1024;
@@ -29,11 +29,15 @@ pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8"
 
 /// The scrape body: the newest sample of every host whose newest sample is at most `max_age`
 /// old (None: any age), plus per host its newest sample time and events stored per kind.
-pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::Result<Vec<u8>> {
+pub fn scrape(
+    store: &StoreReader,
+    max_age: Option<Duration>,
+    now_ms: u64,
+) -> anyhow::Result<Vec<u8>> {
     let mut pts = Points::default();
     let instances = store.export_instances()?;
     for (host, rec) in store.latest_samples()? {
-        let (row, time_ms, body) = (rec.instance, rec.time_ms, rec.body);
+        let (row, seq, time_ms, body) = (rec.instance, rec.seq, rec.time_ms, rec.body);
         let h = [("host", host.as_str())];
         pts.point(LAST_SAMPLE, &h, time_ms as f64 / 1000.0, time_ms);
         if max_age.is_some_and(|a| now_ms.saturating_sub(time_ms) > a.as_millis() as u64) {
@@ -42,10 +46,12 @@ pub fn scrape(store: &Store, max_age: Option<Duration>, now_ms: u64) -> anyhow::
         let Some(inst) = instances.iter().find(|i| i.row == row) else {
             continue;
         };
-        let Ok(mut s) = postcard::from_bytes::<Sample>(&body) else {
+        let Some(s) = decode_stored::<Sample>(&body) else {
+            log::warn!(
+                "serve: the newest stored sample of {host} (seq {seq}) does not decode (corrupt row?); left out of the scrape"
+            );
             continue;
         };
-        nasprobe_proto::sanitize::sample(&mut s); // a row stored by an older collector
         emit_sample(&mut pts, &host, &inst.hello, &s, time_ms);
     }
     // The verdict over the 5 minutes before the newest sample.
@@ -84,7 +90,7 @@ impl Server {
             TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        let store = Arc::new(Mutex::new(Store::open(db)?));
+        let store = Arc::new(Mutex::new(Store::open(db)?.into_reader()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s2 = stop.clone();
         let db = db.to_path_buf();
@@ -108,7 +114,7 @@ impl Server {
 
 fn accept_loop(
     listener: TcpListener,
-    store: Arc<Mutex<Store>>,
+    store: Arc<Mutex<StoreReader>>,
     db: PathBuf,
     max_age: Option<Duration>,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -259,7 +265,7 @@ fn respond(
 
 fn handle(
     conn: &mut TcpStream,
-    store: &Mutex<Store>,
+    store: &Mutex<StoreReader>,
     db: &Path,
     max_age: Option<Duration>,
 ) -> std::io::Result<()> {
@@ -276,7 +282,7 @@ fn handle(
         "/metrics" => {
             let body = {
                 let s = store.lock().unwrap_or_else(|p| p.into_inner());
-                scrape(&s, max_age, crate::conn::now_ms())
+                scrape(&s, max_age, nasprobe_proto::time::now_ms())
             };
             match body {
                 Ok(b) => respond(conn, 200, CONTENT_TYPE, &b, head_only),
@@ -308,56 +314,4 @@ fn handle(
             head_only,
         ),
     }
-}
-
-/// `nasprobe serve --metrics ADDR:PORT [HOST]...`: serves until stopped or DUR has passed;
-/// with hosts, records them into the store at the same time.
-pub fn run(
-    c: &crate::context::Context,
-    metrics: &str,
-    max_age: Option<Duration>,
-    duration: Option<Duration>,
-    hosts: &[String],
-) -> anyhow::Result<()> {
-    let db = c.db.clone();
-    let collector = if hosts.is_empty() {
-        anyhow::ensure!(
-            db.exists(),
-            "no database at {} (record first, name one with --db, or give hosts to record)",
-            db.display()
-        );
-        None
-    } else {
-        let targets = c.targets(hosts, false)?;
-        let store = c.open_store()?;
-        Some(crate::conn::Collector::start(
-            store,
-            targets,
-            Some(c.retention),
-        ))
-    };
-    let server = Server::start(metrics, &db, max_age)?;
-    crate::signals::install();
-    eprintln!(
-        "nasprobe: serving the newest rates of {} on http://{}/metrics{}",
-        db.display(),
-        server.addr,
-        if hosts.is_empty() {
-            String::new()
-        } else {
-            format!(" while recording {}", hosts.join(", "))
-        }
-    );
-    let start = Instant::now();
-    while !crate::signals::stop_requested()
-        && duration.is_none_or(|d| start.elapsed() < d)
-        && collector.as_ref().is_none_or(|c| !c.is_finished())
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server.stop();
-    if let Some(c) = collector {
-        c.finish()?;
-    }
-    Ok(())
 }

@@ -7,14 +7,18 @@ use std::time::Duration;
 use nasprobe_analysis::Options;
 
 use super::metrics::{Sink, VERDICT};
-use crate::store::Store;
+use crate::store::StoreReader;
 
 /// Window the verdict looks at.
 pub(crate) const WINDOW: Duration = Duration::from_secs(300);
 
 /// Writes `nasprobe_verdict_utilization_ratio` for the window `[to_ms - WINDOW, to_ms]`, at
 /// `to_ms`. Nothing when nothing was stored in the window.
-pub(crate) fn emit_verdict(sink: &mut dyn Sink, store: &Store, to_ms: u64) -> anyhow::Result<()> {
+pub(crate) fn emit_verdict(
+    sink: &mut dyn Sink,
+    store: &StoreReader,
+    to_ms: u64,
+) -> anyhow::Result<()> {
     let from_ms = to_ms.saturating_sub(WINDOW.as_millis() as u64);
     let hosts = store.load_window(Some(from_ms), Some(to_ms))?;
     if hosts.iter().all(|h| h.samples.is_empty()) {

@@ -24,7 +24,7 @@ use nasprobe_proto::{Event, Sample};
 
 use super::format::PromLines;
 use super::metrics::{Metric, Sink, Stamper, emit_event, emit_sample};
-use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError};
+use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError, decode_stored};
 
 /// Records read from the store per batch at most.
 pub const BATCH_RECORDS: usize = 2000;
@@ -547,13 +547,11 @@ fn render(
         return Ok(());
     };
     if r.is_event {
-        if let Ok(mut e) = postcard::from_bytes::<Event>(&r.body) {
-            nasprobe_proto::sanitize::event(&mut e); // a row stored by an older collector
+        if let Some(e) = decode_stored::<Event>(&r.body) {
             emit_event(out, &inst.host, &e, ts);
             stats.events += 1;
         }
-    } else if let Ok(mut s) = postcard::from_bytes::<Sample>(&r.body) {
-        nasprobe_proto::sanitize::sample(&mut s);
+    } else if let Some(s) = decode_stored::<Sample>(&r.body) {
         emit_sample(out, &inst.host, &inst.hello, &s, ts);
         stats.samples += 1;
     } else {
@@ -649,7 +647,7 @@ async fn run(
     let mut stop_at: Option<Instant> = None;
     // The verdict goes once a minute (best effort: not stored, so not sent later if lost).
     let minute = |ms: u64| ms / 60_000;
-    let mut verdict_sent = minute(crate::conn::now_ms());
+    let mut verdict_sent = minute(nasprobe_proto::time::now_ms());
     loop {
         if stop.load(Ordering::SeqCst) && stop_at.is_none() {
             stop_at = Some(Instant::now() + opts.drain);
@@ -657,7 +655,7 @@ async fn run(
         let (mut store, mut st) = held.take().expect("state is put back");
         let p = pusher.clone();
         let n = opts.batch_records;
-        let now_min = minute(crate::conn::now_ms());
+        let now_min = minute(nasprobe_proto::time::now_ms());
         let verdict_at = (now_min > verdict_sent).then_some(now_min * 60_000);
         let (s, t, r) = smol::unblock(move || {
             let r = push_batch(&mut store, &p, &mut st, n);

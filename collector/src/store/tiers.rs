@@ -1,6 +1,6 @@
 //! The stored rollup tiers: per agent instance, 1-minute steps written as each 15-minute chunk
-//! closes and 1-hour steps as each hour closes ([`crate::rollup`] merges them), kept in
-//! `rollups` rows encoded as chunks are ([`crate::chunk`]), read by reports over long windows
+//! closes and 1-hour steps as each hour closes ([`super::rollup`] merges them), kept in
+//! `rollups` rows encoded as chunks are ([`super::chunk`]), read by reports over long windows
 //! and deleted by their own retention.
 //!
 //! A row covers the raw seqs `first_seq..=last_seq` of one instance; each of its entries is one
@@ -10,9 +10,9 @@
 use nasprobe_proto::Sample;
 use rusqlite::{Connection, params};
 
-use crate::chunk::{self, ChunkError, Row};
-use crate::rollup::{self, HOUR_MS, MINUTE_MS, Merger};
-use crate::store::decode_exact;
+use super::chunk::{self, ChunkError, Row};
+use super::decode_stored;
+use super::rollup::{self, HOUR_MS, MINUTE_MS, Merger};
 
 /// The table (schema 5, see `store::MIGRATIONS`).
 pub(crate) const TABLE: &str = "CREATE TABLE IF NOT EXISTS rollups(
@@ -118,7 +118,7 @@ pub(crate) fn put_minutes(tx: &Connection, instance: i64, rows: &[Row]) -> rusql
     };
     let samples = rows
         .iter()
-        .filter_map(|r| Some((r.seq, r.time_ms, decode_exact::<Sample>(&r.body)?)));
+        .filter_map(|r| Some((r.seq, r.time_ms, decode_stored::<Sample>(&r.body)?)));
     put(
         tx,
         instance,
@@ -154,7 +154,7 @@ pub(crate) fn close_hours(tx: &Connection, instance: i64, closed_ms: u64) -> rus
         if let Ok(rows) = rows(tx, m)? {
             steps.extend(
                 rows.into_iter()
-                    .filter_map(|r| Some((r.seq, r.time_ms, decode_exact::<Sample>(&r.body)?))),
+                    .filter_map(|r| Some((r.seq, r.time_ms, decode_stored::<Sample>(&r.body)?))),
             );
         }
     }

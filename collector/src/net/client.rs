@@ -6,7 +6,6 @@
 //! the body is decoded. Every way the agent (or someone between) can break the conversation is
 //! a typed [`ClientError`] that names the host.
 
-use std::path::Path;
 use std::time::Duration;
 
 use nasprobe_proto::frame::{
@@ -94,7 +93,7 @@ pub enum ClientError {
     BadHello { host: String, why: String },
     #[error(
         "{host}: sequence number past {} (expected {expected})",
-        crate::validate::MAX_SEQ
+        crate::net::validate::MAX_SEQ
     )]
     SeqRange { host: String, expected: u64 },
 }
@@ -128,61 +127,6 @@ impl ClientError {
     }
 }
 
-/// Reads a token file by the agent's rules (`nasprobe_proto::token`): a regular file, not
-/// accessible by group or others (mode 0600), at most 4096 bytes, the token 16+ printable ASCII
-/// characters once surrounding whitespace is trimmed. A symlink is followed only to a file in the
-/// same directory (e.g. `token -> token.2026`): one to elsewhere (`/etc/shadow`) is refused.
-pub fn read_token(path: &Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    let p = path.display();
-    let link = std::fs::symlink_metadata(path)
-        .map_err(|e| anyhow::anyhow!("cannot read token file {p}: {e}"))?;
-    if link.file_type().is_symlink() {
-        let real = std::fs::canonicalize(path)
-            .map_err(|e| anyhow::anyhow!("token file {p}: a symlink that does not resolve: {e}"))?;
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        anyhow::ensure!(
-            real.parent() == Some(dir.as_path()),
-            "token file {p} is a symlink to {}, outside its directory: refused (copy the token \
-             file there instead, mode 0600)",
-            real.display()
-        );
-    }
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("cannot read token file {p}: {e}"))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| anyhow::anyhow!("token file {p}: {e}"))?;
-    anyhow::ensure!(meta.is_file(), "token file {p}: not a regular file");
-    #[cfg(unix)]
-    anyhow::ensure!(
-        std::os::unix::fs::MetadataExt::mode(&meta) & 0o077 == 0,
-        "token file {p} is accessible by group or others (mode {:o}); anyone who can read it can \
-         read your agents' samples. Fix it with: chmod 600 {p}",
-        std::os::unix::fs::MetadataExt::mode(&meta) & 0o777
-    );
-    let max = nasprobe_proto::token::MAX_TOKEN_FILE_BYTES;
-    let mut raw = Vec::new();
-    (&mut f)
-        .take(max + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| anyhow::anyhow!("token file {p}: {e}"))?;
-    let t = nasprobe_proto::token::token_from_file(&raw)
-        .map_err(|e| anyhow::anyhow!("token file {p}: {e}"))?;
-    Ok(t.to_vec())
-}
-
-/// 32 random bytes from the OS.
-pub(crate) fn random_nonce() -> [u8; 32] {
-    let mut n = [0u8; 32];
-    getrandom::fill(&mut n).expect("the OS random source failed");
-    n
-}
-
 /// What the stream brings after `Resume`.
 #[derive(Debug)]
 pub enum Incoming {
@@ -212,7 +156,7 @@ pub struct Session {
     /// Sequence number the next record must carry (0 before `Resume`).
     expected_seq: u64,
     /// The times records of this connection may carry (from the `Hello`).
-    pub(crate) window: crate::validate::TimeWindow,
+    pub(crate) window: crate::net::validate::TimeWindow,
     /// When the `Hello` arrived (bounds how far a `Gone` may reach).
     hello_at: std::time::Instant,
     /// The session's MACs (frames to the agent, from it), once the agent proved the token.
@@ -273,7 +217,7 @@ impl Session {
                 ..Hello::default()
             },
             expected_seq: 0,
-            window: crate::validate::TimeWindow::new(&Hello::default()),
+            window: crate::net::validate::TimeWindow::new(&Hello::default()),
             hello_at: std::time::Instant::now(),
             tx_mac: None,
             rx_mac: None,
@@ -292,7 +236,7 @@ impl Session {
 
     /// Drives the protocol's handshake machine until the agent's Hello.
     async fn handshake(&mut self, token: &[u8]) -> Result<(), ClientError> {
-        let mut hs = ClientHandshake::new(random_nonce());
+        let mut hs = ClientHandshake::new(crate::token::random_bytes());
         // When the last Auth went out: the agent stamps its Hello after reading it.
         let mut auth_sent_ms = None;
         loop {
@@ -301,7 +245,7 @@ impl Session {
             match hs.on_message(token, msg) {
                 Ok(ClientAction::SendAuth(a)) => {
                     // Before the write: the agent may answer before this task runs again.
-                    auth_sent_ms = Some(crate::conn::now_ms());
+                    auth_sent_ms = Some(nasprobe_proto::time::now_ms());
                     self.send(&Message::Auth(a)).await?;
                 }
                 Ok(ClientAction::Wait) => {
@@ -312,18 +256,18 @@ impl Session {
                     }
                 }
                 Ok(ClientAction::Hello(mut h)) => {
-                    let received_ms = crate::conn::now_ms();
+                    let received_ms = nasprobe_proto::time::now_ms();
                     self.clock = auth_sent_ms.and_then(|sent| {
                         nasprobe_analysis::ClockOffset::measure(sent, received_ms, h.now_ms)
                     });
                     nasprobe_proto::sanitize::hello(&mut h);
-                    crate::validate::check_hello(&h, crate::conn::now_ms()).map_err(|why| {
-                        ClientError::BadHello {
+                    crate::net::validate::check_hello(&h, nasprobe_proto::time::now_ms()).map_err(
+                        |why| ClientError::BadHello {
                             host: self.host.clone(),
                             why,
-                        }
-                    })?;
-                    self.window = crate::validate::TimeWindow::new(&h);
+                        },
+                    )?;
+                    self.window = crate::net::validate::TimeWindow::new(&h);
                     self.hello_at = std::time::Instant::now();
                     self.hello = h;
                     return Ok(());
@@ -353,7 +297,7 @@ impl Session {
         self.expected_seq = if instance_id == self.hello.instance_id {
             after_seq
                 .checked_add(1)
-                .filter(|&s| s <= crate::validate::MAX_SEQ)
+                .filter(|&s| s <= crate::net::validate::MAX_SEQ)
                 .ok_or_else(|| ClientError::SeqRange {
                     host: self.host.clone(),
                     expected: after_seq,
@@ -461,7 +405,7 @@ impl Session {
     /// The seq after `seq`, when it is still one the store can keep.
     fn next_seq(&self, seq: u64) -> Result<u64, ClientError> {
         seq.checked_add(1)
-            .filter(|&s| s <= crate::validate::MAX_SEQ)
+            .filter(|&s| s <= crate::net::validate::MAX_SEQ)
             .ok_or_else(|| ClientError::SeqRange {
                 host: self.host.clone(),
                 expected: seq,
@@ -474,11 +418,11 @@ impl Session {
         let iv = u64::from(self.hello.interval_ms.max(1));
         let intervals =
             u64::try_from(self.hello_at.elapsed().as_millis()).unwrap_or(u64::MAX) / iv + 2;
-        let per = 1 + crate::conn::EVENTS_PER_INTERVAL as u64;
+        let per = 1 + crate::net::validate::EVENTS_PER_INTERVAL as u64;
         self.hello
             .newest_seq
             .saturating_add(intervals.saturating_mul(per))
-            .min(crate::validate::MAX_SEQ - 1)
+            .min(crate::net::validate::MAX_SEQ - 1)
     }
 
     /// Sends a `KeepAlive` (the agent ignores it; it keeps NAT state alive).

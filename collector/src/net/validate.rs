@@ -29,6 +29,9 @@ use std::time::Instant;
 
 use nasprobe_proto::{Event, Hello, MAX_CPUS, Sample, flags};
 
+/// Events stored per host per sampling interval at most; more are dropped and counted (a gap
+/// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
+pub const EVENTS_PER_INTERVAL: usize = 512;
 /// A NIC faster than 1 Tbit/s in either direction.
 pub(crate) const MAX_NIC_BYTES_PER_S: u128 = 125_000_000_000;
 /// Packets per second of a 1 Tbit/s link at the smallest frame (also bounds TCP counters).
@@ -465,13 +468,27 @@ pub fn check_sample(hello: &Hello, s: &Sample) -> Result<(), String> {
 
 /// [`check_sample`] for a connection on which the agent announced `added` devices.
 pub(crate) fn check_sample_with(hello: &Hello, added: Added, s: &Sample) -> Result<(), String> {
-    let iv = u128::from(s.interval_us);
     if s.interval_us == 0 {
         return Err("interval_us is 0".into());
     }
     if s.interval_us > MAX_INTERVAL_US {
         return Err(format!("interval_us {} is over an hour", s.interval_us));
     }
+    // Part by part, in this order (the first that fails names the sample).
+    let all_ticks = check_cpus(hello, s)?;
+    check_nics(hello, added, s)?;
+    check_disks(hello, added, s)?;
+    check_tasks(hello, s)?;
+    check_procs(hello, s, all_ticks)?;
+    check_memory(s)?;
+    check_vm_tcp(hello, s)?;
+    check_mounts_agent(hello, s)
+}
+
+/// The CPUs: their count, and ticks at most the interval's worth per CPU (x2 + 100 ticks of
+/// slack for clock edges). Returns the most ticks all CPUs can hold in the interval.
+fn check_cpus(hello: &Hello, s: &Sample) -> Result<u128, String> {
+    let iv = u128::from(s.interval_us);
     if s.cpus.len() > usize::from(hello.cpu_count.max(1)) {
         return Err(format!(
             "{} CPUs in the sample, the agent's Hello said {}",
@@ -479,7 +496,6 @@ pub(crate) fn check_sample_with(hello: &Hello, added: Added, s: &Sample) -> Resu
             hello.cpu_count
         ));
     }
-    // CPU ticks: at most the interval's worth per CPU (x2 + 100 ticks of slack for clock edges).
     let hz = u128::from(hello.clock_ticks_per_sec.max(1));
     let per_cpu_max = iv * hz / 1_000_000 * 2 + 100;
     let ticks = |t: &nasprobe_proto::CpuTicks| -> u128 {
@@ -509,6 +525,12 @@ pub(crate) fn check_sample_with(hello: &Hello, added: Added, s: &Sample) -> Resu
             s.interval_us
         ));
     }
+    Ok(per_cpu_max * ncpu)
+}
+
+/// Each NIC: its index, link speed, packets and bytes per second.
+fn check_nics(hello: &Hello, added: Added, s: &Sample) -> Result<(), String> {
+    let iv = u128::from(s.interval_us);
     for n in &s.nics {
         if usize::from(n.nic) >= hello.nics.len() + added.nics {
             return Err(format!(
@@ -564,6 +586,12 @@ pub(crate) fn check_sample_with(hello: &Hello, added: Added, s: &Sample) -> Resu
             ));
         }
     }
+    Ok(())
+}
+
+/// Each disk: its index, queue, I/Os, busy time and bytes per second.
+fn check_disks(hello: &Hello, added: Added, s: &Sample) -> Result<(), String> {
+    let iv = u128::from(s.interval_us);
     for d in &s.disks {
         if usize::from(d.disk) >= hello.disks.len() + added.disks {
             return Err(format!(
@@ -628,12 +656,11 @@ pub(crate) fn check_sample_with(hello: &Hello, added: Added, s: &Sample) -> Resu
             ));
         }
     }
-    check_sample_rest(hello, s, per_cpu_max * ncpu)
+    Ok(())
 }
 
-/// The checks of [`check_sample`] past CPUs, disks and NICs: tasks, processes, memory, VM, TCP,
-/// mounts, the agent itself. `all_ticks` is the most ticks all CPUs can give in the interval.
-fn check_sample_rest(hello: &Hello, s: &Sample, all_ticks: u128) -> Result<(), String> {
+/// The scheduler's counts: runnable and blocked tasks, forks, context switches.
+fn check_tasks(hello: &Hello, s: &Sample) -> Result<(), String> {
     let iv = u128::from(s.interval_us);
     let ncpu = u128::from(hello.cpu_count.max(1));
     for (what, v) in [
@@ -657,6 +684,14 @@ fn check_sample_rest(hello: &Hello, s: &Sample, all_ticks: u128) -> Result<(), S
         iv,
         MAX_CSW_PER_CPU_S * ncpu,
     )?;
+    Ok(())
+}
+
+/// The top processes: pid, threads, CPU ticks against what all CPUs (`all_ticks`) and one CPU
+/// hold, run delay.
+fn check_procs(hello: &Hello, s: &Sample, all_ticks: u128) -> Result<(), String> {
+    let iv = u128::from(s.interval_us);
+    let ncpu = u128::from(hello.cpu_count.max(1));
     for p in &s.top {
         let name = || format!("process {} ({})", p.pid, p.comm);
         if p.pid > MAX_PID {
@@ -695,6 +730,11 @@ fn check_sample_rest(hello: &Hello, s: &Sample, all_ticks: u128) -> Result<(), S
             ));
         }
     }
+    Ok(())
+}
+
+/// Memory and swap: the totals, and no part over its total.
+fn check_memory(s: &Sample) -> Result<(), String> {
     if let Some(m) = &s.memory {
         if m.total_kib > MAX_MEM_KIB || m.swap_total_kib > MAX_MEM_KIB {
             return Err(format!(
@@ -724,6 +764,12 @@ fn check_sample_rest(hello: &Hello, s: &Sample, all_ticks: u128) -> Result<(), S
             ));
         }
     }
+    Ok(())
+}
+
+/// VM activity (swapping, major faults, allocation stalls) and the TCP counters per second.
+fn check_vm_tcp(hello: &Hello, s: &Sample) -> Result<(), String> {
+    let iv = u128::from(s.interval_us);
     if let Some(v) = &s.vm {
         let page = u128::from(hello.page_size.max(1));
         for (what, n) in [
@@ -764,6 +810,12 @@ fn check_sample_rest(hello: &Hello, s: &Sample, all_ticks: u128) -> Result<(), S
         .unwrap_or(0);
         rate(|| "TCP counters".into(), top, iv, MAX_PACKETS_PER_S)?;
     }
+    Ok(())
+}
+
+/// Each mount: its index and size; then the agent's own CPU time (one thread).
+fn check_mounts_agent(hello: &Hello, s: &Sample) -> Result<(), String> {
+    let iv = u128::from(s.interval_us);
     for m in &s.mounts {
         if usize::from(m.mount) >= hello.mounts.len() {
             return Err(format!(

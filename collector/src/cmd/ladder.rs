@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 
-use crate::conn::Collector;
 use crate::context::Context;
+use crate::net::conn::Collector;
 
 /// The block every write and read moves: the size the field measured with (`dd bs=1M`).
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -407,7 +407,7 @@ pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
                      nfiles: usize,
                      f: &mut dyn FnMut(&mut Progress) -> anyhow::Result<u64>|
      -> anyhow::Result<Step> {
-        let from_ms = crate::conn::now_ms();
+        let from_ms = nasprobe_proto::time::now_ms();
         let t0 = Instant::now();
         let bytes = f(&mut p)?;
         let seconds = t0.elapsed().as_secs_f64().max(1e-6);
@@ -421,7 +421,7 @@ pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
             grade: "",
             wall: None,
             from_ms,
-            to_ms: crate::conn::now_ms(),
+            to_ms: nasprobe_proto::time::now_ms(),
         })
     };
     let outcome = (|| -> anyhow::Result<()> {
@@ -462,9 +462,10 @@ pub fn run(c: &Context, a: &LadderArgs) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(2500));
         let store = col.finish()?;
         for s in &mut steps {
-            let r = crate::report::load_between(&store, Some(s.from_ms), Some(s.to_ms), None)?
-                .1
-                .report;
+            let r =
+                crate::store::window::load_between(&store, Some(s.from_ms), Some(s.to_ms), None)?
+                    .1
+                    .report;
             if link.is_none() {
                 link = r.flow.as_ref().map(|f| f.link_mbit).filter(|&l| l > 0);
             }
@@ -503,7 +504,7 @@ fn step_title(name: &str) -> &'static str {
 }
 
 fn wall_text(w: &Option<serde_json::Value>) -> Option<String> {
-    crate::test_cmd::wall_sentence(w.as_ref()?)
+    crate::output::wall_sentence(w.as_ref()?)
 }
 
 /// One sentence: the slowest step, its grade and its wall.

@@ -2,21 +2,20 @@
 //! hand it to the analysis crate (`nasprobe_analysis`: rates, verdict, events, patterns, gaps)
 //! and print what it built — one JSON object, the text rendering, or an HTML file.
 //!
-//! Nothing here computes a figure: the store hands over the analysis's own input
-//! ([`HostData`]) and the analysis builds everything once ([`Analysis`]).
+//! Nothing here computes a figure: the window is loaded and analyzed once by
+//! [`crate::store::window`].
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nasprobe_analysis::{Analysis, HostData, Options};
+use nasprobe_analysis::{Analysis, HostData};
 use serde_json::json;
 
-use crate::conn::now_ms;
 use crate::context::Context;
 use crate::output;
-use crate::rollup;
-use crate::store::Store;
+use crate::store::rollup;
+use crate::store::window::{load, resolution, window};
 
 /// What `nasprobe report` was asked for.
 #[derive(Debug, Clone, Default)]
@@ -25,100 +24,6 @@ pub struct ReportArgs {
     pub json: bool,
     pub expect_bytes: Option<u64>,
     pub html: Option<std::path::PathBuf>,
-}
-
-/// The window `[from, to]` of `--since DUR` (None: everything stored).
-fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
-    match since {
-        Some(d) => {
-            let now = now_ms();
-            (Some(now.saturating_sub(d.as_millis() as u64)), Some(now))
-        }
-        None => (None, None),
-    }
-}
-
-fn open(c: &Context) -> anyhow::Result<Store> {
-    c.open_store_read()
-}
-
-/// Loads the window and analyzes it once (the hosts' data is returned for the HTML view).
-pub fn load(
-    store: &Store,
-    since: Option<Duration>,
-    expect_bytes: Option<u64>,
-) -> anyhow::Result<(Vec<HostData>, Analysis)> {
-    let (from, to) = window(since);
-    load_between(store, from, to, expect_bytes)
-}
-
-/// [`load`] over `[from, to]` (ms since the epoch; None: open ended).
-pub fn load_between(
-    store: &Store,
-    mut from: Option<u64>,
-    mut to: Option<u64>,
-    expect_bytes: Option<u64>,
-) -> anyhow::Result<(Vec<HostData>, Analysis)> {
-    let step = resolution(store, from, to)?;
-    let hosts: Vec<HostData> = store.load_window_at(from, to, step)?;
-    if hosts.is_empty() && from.is_none() {
-        // Nothing stored: an empty window ending now rather than at the epoch.
-        let now = now_ms();
-        (from, to) = (Some(now), Some(now));
-    }
-    // Over rollups, raw samples are read back where the detail matters (each listed death's
-    // minute before; the peaks, below).
-    let detail = |k: usize, a: u64, b: u64| -> Option<HostData> {
-        let name = &hosts.get(k)?.name;
-        let raw = store.load_window_at(Some(a), Some(b), None).ok()?;
-        raw.into_iter().find(|h| &h.name == name)
-    };
-    let analysis = nasprobe_analysis::analyze_with_detail(
-        &hosts,
-        &Options {
-            from_ms: from,
-            to_ms: to,
-            expect_bytes,
-            step_ms: step,
-        },
-        step.map(|_| &detail as &nasprobe_analysis::Detail<'_>),
-    );
-    let mut analysis = analysis;
-    if step.is_some() {
-        // Over rollups the peaks are the best 10 s of the busiest steps' raw samples.
-        crate::peaks::refine(store, &mut analysis)?;
-        // Over rollups the analysis counted steps: `samples` stays the samples stored.
-        let stored = store.summary(from, to)?;
-        for h in &mut analysis.report.hosts {
-            // (None stored where retention deleted them: then the steps read.)
-            if let Some(s) = stored.iter().find(|s| s.host == h.name && s.samples > 0) {
-                h.samples = s.samples as usize;
-            }
-        }
-    }
-    Ok((hosts, analysis))
-}
-
-/// The step of the samples a report over `[from, to]` reads: None (raw samples), or rollups
-/// ([`rollup::step_for_span`]) by how long the stored data of the window spans.
-pub(crate) fn resolution(
-    store: &Store,
-    from: Option<u64>,
-    to: Option<u64>,
-) -> anyhow::Result<Option<u64>> {
-    let sum = store.summary(from, to)?;
-    let first = sum.iter().filter_map(|h| h.first_ms).min();
-    let last = sum.iter().filter_map(|h| h.last_ms).max();
-    let span = match (first, last) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => 0,
-    };
-    let raw_samples: u64 = sum.iter().map(|h| h.samples).sum();
-    Ok(match rollup::step_for_span(span) {
-        // Retention deleted every raw sample of a short window: its minutes are what is left.
-        None if raw_samples == 0 && first.is_some() => Some(rollup::MINUTE_MS),
-        step => step,
-    })
 }
 
 /// What the report says about its resolution when it read rollups.
@@ -148,7 +53,7 @@ fn write_html(path: &Path, hosts: &[HostData], analysis: &Analysis) -> anyhow::R
 /// `--html FILE` writes the self-contained HTML report instead and prints one line naming it
 /// (with `--json` as well: the JSON too).
 pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
-    let store = open(c)?;
+    let store = c.open_store_read()?;
     let (hosts, analysis) = load(&store, a.since, a.expect_bytes)?;
     let (from, to) = window(a.since);
     let step = resolution(&store, from, to)?;
@@ -195,7 +100,7 @@ pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
 /// `nasprobe events`: the events of the window, then the restart patterns with the context of
 /// each death (text), or `{window, events, patterns, gaps}` as one JSON object.
 pub fn events(c: &Context, since: Option<Duration>, json_out: bool) -> anyhow::Result<()> {
-    let store = open(c)?;
+    let store = c.open_store_read()?;
     let r = load(&store, since, None)?.1.report;
     if json_out {
         let out = json!({

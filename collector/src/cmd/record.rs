@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::conn::Collector;
 use crate::context::Context;
+use crate::net::conn::Collector;
 
 pub fn run(
     c: &Context,

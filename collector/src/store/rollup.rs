@@ -1,6 +1,6 @@
 //! Rollups: consecutive samples of one agent instance merged into one sample per resolution
 //! step (a minute, an hour), stored as chunks close (the 1-minute and 1-hour tiers,
-//! [`crate::tiers`]) and merged again while reading, for reports over long windows.
+//! [`super::tiers`]) and merged again while reading, for reports over long windows.
 //!
 //! The agent's samples carry deltas over their interval, so a merge of consecutive samples is
 //! itself a sample over the summed interval: counters (CPU ticks, disk and NIC counters, TCP and

@@ -19,8 +19,11 @@ use nasprobe_proto::{Event, Hello, RecordBody, Sample};
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt as _;
 
-use crate::client::{ClientError, Incoming, Session};
+use nasprobe_proto::time::now_ms;
+
 use crate::hosts::HostSpec;
+use crate::net::client::{ClientError, Incoming, Session};
+use crate::net::validate::EVENTS_PER_INTERVAL;
 use crate::store::{Item, Registration, Retention, Store, StoreError};
 
 /// Records per transaction at most.
@@ -34,9 +37,6 @@ pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(500);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// Events kept per host for views.
 pub(crate) const RECENT_EVENTS: usize = 8;
-/// Events stored per host per sampling interval at most; more are dropped and counted (a gap
-/// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
-pub const EVENTS_PER_INTERVAL: usize = 512;
 /// A recorder running for weeks applies `--retention` again after a batch once this long has
 /// passed since it last did (the tiers' finest cutoff moves by the minute; an hour's worth of
 /// old rows is little to delete at once).
@@ -76,7 +76,7 @@ pub struct HostLive {
     pub bad: Option<String>,
     /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
     pub rejected: u64,
-    /// Events dropped on this run because the host sent more than [`EVENTS_PER_INTERVAL`] in
+    /// Events dropped on this run because the host sent more than [`crate::net::validate::EVENTS_PER_INTERVAL`] in
     /// one interval.
     pub dropped_events: u64,
     /// The last connection failed for a reason retrying does not fix (wrong token, refused,
@@ -185,8 +185,6 @@ pub enum StoreMsg {
     },
     Item(Item),
 }
-
-pub use nasprobe_proto::time::now_ms;
 
 /// Capped exponential backoff with ±25% jitter.
 #[derive(Debug, Clone)]
@@ -357,7 +355,7 @@ struct Flood {
 /// samples and events, the event cap per interval. Turns each incoming item into what to store.
 struct Gate {
     hello: Hello,
-    added: crate::validate::Added,
+    added: crate::net::validate::Added,
     /// Interval number (time_ms / interval_ms) and events kept in it.
     bucket: (u64, usize),
     flood: Option<Flood>,
@@ -389,7 +387,7 @@ impl Gate {
     fn admit(
         &mut self,
         inc: Incoming,
-        window: &crate::validate::TimeWindow,
+        window: &crate::net::validate::TimeWindow,
         idx: usize,
         spec: &HostSpec,
         instance: i64,
@@ -422,9 +420,9 @@ impl Gate {
         };
         let verdict = window.check(r.time_ms).and_then(|()| match &r.body {
             RecordBody::Sample(smp) => {
-                crate::validate::check_sample_with(&self.hello, self.added, smp)
+                crate::net::validate::check_sample_with(&self.hello, self.added, smp)
             }
-            RecordBody::Event(ev) => crate::validate::check_event(&self.hello, ev),
+            RecordBody::Event(ev) => crate::net::validate::check_event(&self.hello, ev),
         });
         if let Err(why) = verdict {
             self.flush(instance, &mut out);

@@ -11,9 +11,9 @@ use nasprobe_proto::{
 };
 use serde::Serialize;
 
-use crate::client::{ClientError, Session, TestReply};
-use crate::conn::Collector;
 use crate::context::Context;
+use crate::net::client::{ClientError, Session, TestReply};
+use crate::net::conn::Collector;
 
 /// How long the collector waits for a result: the agent's own budget (60 s) and some slack.
 const RESULT_WAIT: Duration = Duration::from_secs(75);
@@ -82,7 +82,7 @@ fn run_recorded(
     std::thread::sleep(SETTLE);
     let store = collector.finish()?;
     let wall = if to > from {
-        let r = crate::report::load_between(&store, Some(from), Some(to), None)?
+        let r = crate::store::window::load_between(&store, Some(from), Some(to), None)?
             .1
             .report;
         serde_json::to_value(&r.bottleneck)?
@@ -140,27 +140,6 @@ pub fn disk(
     Ok(())
 }
 
-/// The wall of a test or ladder step in words, from the `bottleneck` JSON of `report --json`
-/// ("the wall meanwhile: nic vdst on dst at 97%"); None when there is none to say.
-pub(crate) fn wall_sentence(w: &serde_json::Value) -> Option<String> {
-    let res = w.get("resource")?.as_str()?;
-    if res == nasprobe_analysis::verdict::Resource::None.as_str() {
-        return Some("no wall found on the observed hosts meanwhile".into());
-    }
-    let host = w.get("host").and_then(|h| h.as_str()).unwrap_or("?");
-    let what = w
-        .get("device")
-        .and_then(|d| d.as_str())
-        .or(w.get("process").and_then(|p| p.as_str()))
-        .map(|x| format!(" {x}"))
-        .unwrap_or_default();
-    let u = w.get("utilization").and_then(|u| u.as_f64()).unwrap_or(0.0);
-    Some(format!(
-        "the wall meanwhile: {res}{what} on {host} at {:.0}%",
-        u * 100.0
-    ))
-}
-
 fn disk_text(d: &DiskOut) -> String {
     let mut o = format!(
         "{}: {} on {} ({}), {} MB in {} KiB blocks, synced\n",
@@ -197,7 +176,7 @@ fn disk_text(d: &DiskOut) -> String {
             }
         );
     }
-    if let Some(w) = wall_sentence(&d.wall) {
+    if let Some(w) = crate::output::wall_sentence(&d.wall) {
         o += &format!("  {w}\n");
     }
     o
@@ -249,6 +228,40 @@ fn test_addr(agent_addr: &str, port: u16) -> anyhow::Result<String> {
     Ok(s)
 }
 
+/// The wall of one run of `test net` over `[from, to]` and each host's busiest thread and NIC
+/// meanwhile (nothing when the run has no times).
+fn run_wall(
+    store: &crate::store::Store,
+    from: u64,
+    to: u64,
+) -> anyhow::Result<(serde_json::Value, Vec<serde_json::Value>)> {
+    if to <= from {
+        return Ok((serde_json::Value::Null, Vec::new()));
+    }
+    let r = crate::store::window::load_between(store, Some(from), Some(to), None)?
+        .1
+        .report;
+    let hosts = r
+        .hosts
+        .iter()
+        .map(|h| {
+            let nic = h.nics.iter().filter(|n| !n.is_bond).max_by(|a, b| {
+                a.util
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.util.unwrap_or(0.0))
+            });
+            serde_json::json!({
+                "host": h.name,
+                "busiest_thread": h.cpu.hottest_thread.as_ref().map(|t| format!("{}/{}", t.process, t.thread)),
+                "thread_core_fraction": h.cpu.hottest_thread.as_ref().map(|t| t.core_fraction),
+                "nic": nic.map(|n| n.name.clone()),
+                "nic_util": nic.and_then(|n| n.util),
+            })
+        })
+        .collect();
+    Ok((serde_json::to_value(&r.bottleneck)?, hosts))
+}
+
 /// `nasprobe test net SRC DST [--seconds 10] [--streams 1,4] [--json]`.
 pub fn net(
     c: &Context,
@@ -281,7 +294,7 @@ pub fn net(
     );
     let collector = Collector::start(c.open_store()?, targets, Some(c.retention));
     crate::signals::install();
-    let nonce: [u8; 16] = crate::client::random_nonce()[..16]
+    let nonce: [u8; 16] = crate::token::random_bytes()[..16]
         .try_into()
         .expect("16 bytes");
     let total_s = u16::try_from(u64::from(seconds) * streams.len() as u64).unwrap_or(60);
@@ -356,32 +369,7 @@ pub fn net(
         let (from, to) = rcv
             .filter(|r| r.ended_ms > r.started_ms)
             .map_or((0, 0), |r| (r.started_ms, r.ended_ms));
-        let (wall, hosts) = if to > from {
-            let r = crate::report::load_between(&store, Some(from), Some(to), None)?
-                .1
-                .report;
-            let hosts = r
-                .hosts
-                .iter()
-                .map(|h| {
-                    let nic = h.nics.iter().filter(|n| !n.is_bond).max_by(|a, b| {
-                        a.util
-                            .unwrap_or(0.0)
-                            .total_cmp(&b.util.unwrap_or(0.0))
-                    });
-                    serde_json::json!({
-                        "host": h.name,
-                        "busiest_thread": h.cpu.hottest_thread.as_ref().map(|t| format!("{}/{}", t.process, t.thread)),
-                        "thread_core_fraction": h.cpu.hottest_thread.as_ref().map(|t| t.core_fraction),
-                        "nic": nic.map(|n| n.name.clone()),
-                        "nic_util": nic.and_then(|n| n.util),
-                    })
-                })
-                .collect();
-            (serde_json::to_value(&r.bottleneck)?, hosts)
-        } else {
-            (serde_json::Value::Null, Vec::new())
-        };
+        let (wall, hosts) = run_wall(&store, from, to)?;
         let secs = micros as f64 / 1e6;
         results.push(NetRunOut {
             streams: k,
@@ -429,7 +417,7 @@ fn net_verdict(results: &[NetRunOut]) -> String {
             best.streams, best.mbit_s
         );
     }
-    if let Some(w) = wall_sentence(&one.wall) {
+    if let Some(w) = crate::output::wall_sentence(&one.wall) {
         v += &format!("; {w}");
     }
     v
@@ -442,7 +430,7 @@ fn net_text(n: &NetOut) -> String {
             "  {:>2} stream(s) {:>8.1} Mbit/s  {:>6} retransmits  {:.1} s",
             r.streams, r.mbit_s, r.retransmits, r.seconds
         );
-        if let Some(w) = wall_sentence(&r.wall) {
+        if let Some(w) = crate::output::wall_sentence(&r.wall) {
             o += &format!("  — {w}");
         }
         o.push('\n');

@@ -1,0 +1,56 @@
+//! `nasprobe serve --metrics ADDR:PORT [HOST]...`: the Prometheus scrape endpoint
+//! ([`crate::export::serve`]) until stopped, optionally while recording hosts.
+
+use std::time::{Duration, Instant};
+
+use crate::context::Context;
+use crate::export::serve::Server;
+use crate::net::conn::Collector;
+
+/// `nasprobe serve --metrics ADDR:PORT [HOST]...`: serves until stopped or DUR has passed;
+/// with hosts, records them into the store at the same time.
+pub fn run(
+    c: &Context,
+    metrics: &str,
+    max_age: Option<Duration>,
+    duration: Option<Duration>,
+    hosts: &[String],
+) -> anyhow::Result<()> {
+    let db = c.db.clone();
+    let collector = if hosts.is_empty() {
+        anyhow::ensure!(
+            db.exists(),
+            "no database at {} (record first, name one with --db, or give hosts to record)",
+            db.display()
+        );
+        None
+    } else {
+        let targets = c.targets(hosts, false)?;
+        let store = c.open_store()?;
+        Some(Collector::start(store, targets, Some(c.retention)))
+    };
+    let server = Server::start(metrics, &db, max_age)?;
+    crate::signals::install();
+    eprintln!(
+        "nasprobe: serving the newest rates of {} on http://{}/metrics{}",
+        db.display(),
+        server.addr,
+        if hosts.is_empty() {
+            String::new()
+        } else {
+            format!(" while recording {}", hosts.join(", "))
+        }
+    );
+    let start = Instant::now();
+    while !crate::signals::stop_requested()
+        && duration.is_none_or(|d| start.elapsed() < d)
+        && collector.as_ref().is_none_or(|c| !c.is_finished())
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+    if let Some(c) = collector {
+        c.finish()?;
+    }
+    Ok(())
+}

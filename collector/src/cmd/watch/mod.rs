@@ -1,0 +1,69 @@
+//! `nasprobe watch`: record + a live side-by-side view, one panel per host, under a banner with
+//! the live verdict (the report's analysis over the last minute, see [`crate::live_verdict`]).
+//!
+//! On a terminal: ratatui; keys `q` quit, `?` help, `v` verdict details, `e` events, `p` pause,
+//! `1`..`9` one host full width. Otherwise (or with `--plain`): one plain line per host per
+//! second and the verdict line every 10 s.
+
+//!
+//! `plain`: the plain lines (and the texts the TUI shares with them); `tui`: the ratatui
+//! view; `figures`: what a panel's lists and sparklines follow, from one sample.
+
+mod figures;
+mod plain;
+mod tui;
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::context::Context;
+use crate::hosts::HostSpec;
+use crate::live_verdict::LiveVerdict;
+use crate::net::conn::{Collector, Target};
+use plain::plain_loop;
+use tui::tui_loop;
+
+pub fn run(
+    c: &Context,
+    local: bool,
+    duration: Option<Duration>,
+    plain: bool,
+    hosts: &[String],
+) -> anyhow::Result<()> {
+    let mut targets = c.targets(hosts, local)?;
+    let _agent = if local {
+        let a = crate::local::start()?;
+        let token = crate::token::read_token(&a.token_file)?;
+        targets.insert(
+            0,
+            Target {
+                spec: HostSpec {
+                    name: "local".into(),
+                    addr: a.addr.clone(),
+                    token_file: Some(a.token_file.clone()),
+                },
+                token: Arc::new(token),
+            },
+        );
+        Some(a)
+    } else {
+        None
+    };
+    let store = c.open_store()?;
+    crate::signals::install();
+    let col = Collector::start(store, targets, Some(c.retention));
+    let verdict = LiveVerdict::start(c.db.clone());
+    let res = if plain || !std::io::stdout().is_terminal() {
+        plain_loop(&col.live, &verdict, duration)
+    } else {
+        tui_loop(&col.live, &verdict, duration)
+    };
+    drop(verdict);
+    col.finish()?;
+    res
+}
+
+pub(super) fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
+    crate::signals::stop_requested() || duration.is_some_and(|d| start.elapsed() >= d)
+}

@@ -1,0 +1,7 @@
+//! The agents on the network: [`client`], one agent connection (the protocol's collector side);
+//! [`conn`], the smol supervisor (one task per agent, one store task); [`validate`], the
+//! plausibility checks on what an agent sends, before anything is stored.
+
+pub mod client;
+pub mod conn;
+pub mod validate;
