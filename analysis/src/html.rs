@@ -14,8 +14,9 @@ pub(crate) mod svg;
 
 use std::fmt::Write;
 
+use crate::analyze::Analysis;
 use crate::input::HostData;
-use crate::report::{Analysis, Report};
+use crate::report::Report;
 use crate::verdict::{self, Resource};
 use charts::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
@@ -493,7 +494,7 @@ fn grouped_events_table(o: &mut String, hosts: &[HostData], r: &Report) {
     o.push_str("</tbody></table>");
     let mut rows: Vec<(u64, usize, usize, &'static str, String)> = Vec::new();
     for (k, h) in hosts.iter().enumerate() {
-        for (_, kept) in crate::report::host_groups(h) {
+        for (_, kept) in crate::events::groups::host_groups(h) {
             rows.extend(kept.into_iter().map(|(i, e)| {
                 let ev = e.event();
                 let text =

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::input::HostData;
 use crate::time::rfc3339;
-use crate::verdict::{MB, round2};
+use crate::vocab::{MB, round2};
 
 /// Under this, a copy crawls (the seed's "when a copy falls under 5 MB/s").
 pub const STALL_MB_S: f64 = 5.0;
@@ -428,7 +428,7 @@ mod tests {
     #[test]
     fn html_and_text_show_them_with_paths_escaped() {
         let hosts = [host()];
-        let a = crate::report::analyze(&hosts, &crate::report::Options::default());
+        let a = crate::analyze::analyze(&hosts, &crate::analyze::Options::default());
         let html = crate::html::render(&hosts, &a);
         assert!(html.contains("/mnt/&lt;big&gt;.img"), "escaped in HTML");
         assert!(!html.contains("<big>"));

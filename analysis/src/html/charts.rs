@@ -154,7 +154,7 @@ pub(crate) fn markers(data: &HostData, ax: &TimeAxis, long: bool) -> Vec<Marker>
         _ => 4,
     };
     let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
-    let mut alike: BTreeMap<(i64, crate::report::GroupKey), Alike> = BTreeMap::new();
+    let mut alike: BTreeMap<(i64, crate::events::groups::GroupKey), Alike> = BTreeMap::new();
     for e in data.events.iter().filter(|e| !e.is_measurement()) {
         let ev = e.event();
         let class = event_class(&ev);
@@ -177,7 +177,7 @@ pub(crate) fn markers(data: &HostData, ax: &TimeAxis, long: bool) -> Vec<Marker>
             continue;
         }
         alike
-            .entry((col, crate::report::group_key(&ev)))
+            .entry((col, crate::events::groups::group_key(&ev)))
             .and_modify(|a| {
                 a.n += 1;
                 a.last_ms = e.time_ms;
@@ -455,7 +455,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
     path(&mut o, "line rx", &line_path(&brx, c.sp.step, &c.ax, y));
     if speed > 0.0 {
         hline(&mut o, "ceil", y(speed));
-        hline(&mut o, "prac", y(speed * verdict::NIC_PRACTICAL));
+        hline(&mut o, "prac", y(speed * verdict::walls::NIC_PRACTICAL));
         text(
             &mut lbls,
             "lbl ceil-t",
@@ -465,7 +465,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
             &format!(
                 "link ceiling {:.0} MB/s (TCP payload ≈{:.0})",
                 speed,
-                speed * verdict::NIC_PRACTICAL
+                speed * verdict::walls::NIC_PRACTICAL
             ),
         );
     }
@@ -901,7 +901,7 @@ pub fn memory(c: &HostCtx) -> (String, String) {
         &area_path(&ub, c.sp.step, &c.ax, y, bottom),
     );
     let sb = downsample(&c.sp, &swap, &c.ax);
-    let smax_raw = max_bins(&sb).max(verdict::SWAP_WALL_PAGES_PS / 4.0);
+    let smax_raw = max_bins(&sb).max(verdict::walls::SWAP_WALL_PAGES_PS / 4.0);
     let sstep = nice_step(smax_raw, 2);
     let smax = (smax_raw / sstep).ceil() * sstep;
     let sy = |v: f64| bottom - (v / smax).clamp(0.0, 1.0) * ph;
@@ -909,8 +909,8 @@ pub fn memory(c: &HostCtx) -> (String, String) {
         format!("{v:.0}")
     });
     text(&mut o, "unit", W - 2.0, 7.0, "end", "pages/s");
-    if smax >= verdict::SWAP_WALL_PAGES_PS {
-        hline(&mut o, "prac", sy(verdict::SWAP_WALL_PAGES_PS));
+    if smax >= verdict::walls::SWAP_WALL_PAGES_PS {
+        hline(&mut o, "prac", sy(verdict::walls::SWAP_WALL_PAGES_PS));
     }
     path(
         &mut o,
@@ -928,10 +928,10 @@ pub fn memory(c: &HostCtx) -> (String, String) {
 
 fn threshold(resource: Resource) -> Option<f64> {
     match resource {
-        Resource::CpuThread => Some(verdict::THREAD_WALL),
-        Resource::CpuAll => Some(verdict::CPU_ALL_WALL),
-        Resource::Disk => Some(verdict::DISK_WALL),
-        Resource::Nic => Some(verdict::NIC_WALL),
+        Resource::CpuThread => Some(verdict::walls::THREAD_WALL),
+        Resource::CpuAll => Some(verdict::walls::CPU_ALL_WALL),
+        Resource::Disk => Some(verdict::walls::DISK_WALL),
+        Resource::Nic => Some(verdict::walls::NIC_WALL),
         _ => None,
     }
 }

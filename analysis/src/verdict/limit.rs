@@ -9,12 +9,12 @@
 use std::collections::BTreeMap;
 
 use nasprobe_proto::{Event, SockAddr, TcpConn};
-use serde::Serialize;
 
 use crate::conns::addr_text;
 use crate::input::HostData;
 use crate::stats::median;
-use crate::verdict::{Candidate, Resource, pct, round2};
+pub use crate::vocab::LimitedBy;
+use crate::vocab::{Candidate, Resource, pct, round2};
 
 /// The sender waited on the receiver's window this share of the time or more: the receiver
 /// holds the flow (`tcpi_rwnd_limited` over the time between two samples).
@@ -47,17 +47,6 @@ pub(crate) const APP_RUN_DELAY_MAX: f64 = 0.25;
 const MSS: f64 = 1448.0;
 /// Samples of a connection at least this far apart give rates.
 const MIN_SPAN_MS: u64 = 1_500;
-
-/// `flow.limited_by`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitedBy {
-    Receiver,
-    Sender,
-    Network,
-    #[default]
-    Unknown,
-}
 
 /// One connection of one process on one host over the window: first and last tcp_info,
 /// queue medians.
@@ -542,8 +531,8 @@ pub(crate) fn candidate(
 /// `np15recv` on dst holds the flow back: it does not read as fast as the data comes"); None for
 /// the other resources. The text report, the live verdict and the HTML headline say it so.
 pub(crate) fn verdict_words(
-    b: &crate::verdict::Bottleneck,
-    flow: Option<&crate::verdict::Flow>,
+    b: &crate::report::Bottleneck,
+    flow: Option<&crate::vocab::Flow>,
 ) -> Option<String> {
     let host = b.host.as_deref().unwrap_or("?");
     match b.resource {
