@@ -3,15 +3,19 @@
 //! summary and candidates, the flow's own connections, the verdict, then the window, events,
 //! restart patterns, gaps, progress and the transfers' files.
 
+use std::borrow::Cow;
+
 use crate::events::{events_and_groups, restarts::restart_patterns};
 use crate::input::HostData;
-use crate::report::{GapOut, Progress, Report, Window, undecodable_reason};
+use crate::report::{
+    Bottleneck, GapOut, HostSummary, Progress, Report, Window, undecodable_reason,
+};
 use crate::series::{self, HostSeries, active_indices};
 use crate::stats::{median, pick};
 use crate::summary::summarize;
 use crate::time::rfc3339;
 use crate::verdict;
-use crate::vocab::{MB, round2};
+use crate::vocab::{Candidate, Flow, MB, round2};
 
 pub use crate::input::Detail;
 
@@ -38,7 +42,7 @@ pub struct Analysis {
     /// The transfer's active period, when there is one.
     pub active: Option<(u64, u64)>,
     /// Per host, the candidates the verdict weighed.
-    pub candidates: Vec<Vec<verdict::Candidate>>,
+    pub candidates: Vec<Vec<Candidate>>,
     pub report: Report,
 }
 
@@ -60,68 +64,164 @@ pub fn analyze_with_detail(
     opts: &Options,
     detail: Option<&Detail<'_>>,
 ) -> Analysis {
-    // Events in time order (`HostData::events_between` bisects): a copy of the hosts whose
-    // events are not (a store read instance by instance, a hand-built input).
-    let sorted: Vec<HostData>;
-    let hosts = if hosts
+    let hosts = events_in_time_order(hosts);
+    let hosts = &hosts[..];
+    // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
+    // one gives the sample counts and each death's context.
+    let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
+    let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
+    let found = verdict::flow::find_flow(&series);
+    let per_host = per_host(hosts, &raw, &series, found.active);
+    let judged = judge(hosts, &series, &per_host, found);
+    let (from, to) = window(hosts, opts);
+    let long = opts.step_ms.is_some();
+    let (events, event_groups) = events_and_groups(hosts, long);
+    let patterns = hosts
+        .iter()
+        .zip(&raw)
+        .enumerate()
+        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s, long, detail))
+        .collect();
+    let progress = raw
+        .iter()
+        .flat_map(|s| progress(s, opts.expect_bytes))
+        .collect();
+    let (transfers, stalls) = crate::transfers::build(hosts, from, to);
+    let report = Report {
+        window: Window {
+            from: rfc3339(from),
+            to: rfc3339(to),
+            seconds: to.saturating_sub(from) / 1000,
+        },
+        hosts: per_host.summaries,
+        flow: judged.flow,
+        bottleneck: judged.bottleneck,
+        events,
+        patterns,
+        gaps: gaps(hosts, &raw),
+        progress,
+        transfers,
+        stalls,
+        event_groups,
+    };
+    Analysis {
+        raw,
+        smoothed: series,
+        active: judged.active,
+        candidates: per_host.candidates,
+        report,
+    }
+}
+
+/// Events in time order (`HostData::events_between` bisects): a copy of the hosts whose
+/// events are not (a store read instance by instance, a hand-built input).
+fn events_in_time_order(hosts: &[HostData]) -> Cow<'_, [HostData]> {
+    if hosts
         .iter()
         .all(|h| h.events.is_sorted_by_key(|e| e.time_ms))
     {
+        return Cow::Borrowed(hosts);
+    }
+    Cow::Owned(
         hosts
-    } else {
-        sorted = hosts
             .iter()
             .map(|h| {
                 let mut h = h.clone();
                 h.events.sort_by_key(|e| e.time_ms);
                 h
             })
-            .collect();
-        &sorted
+            .collect(),
+    )
+}
+
+/// Each host over the active period: its summary and its candidate walls.
+struct PerHost {
+    summaries: Vec<HostSummary>,
+    candidates: Vec<Vec<Candidate>>,
+}
+
+fn per_host(
+    hosts: &[HostData],
+    raw: &[HostSeries],
+    series: &[HostSeries],
+    active: Option<(u64, u64)>,
+) -> PerHost {
+    let mut out = PerHost {
+        summaries: Vec::new(),
+        candidates: Vec::new(),
     };
-    // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
-    // one gives the sample counts and each death's context.
-    let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
-    let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
-    let (flow, active_range) = verdict::flow::find_flow(&series);
-    let mut summaries = Vec::new();
-    let mut per_host = Vec::new();
-    for (s, r) in series.iter().zip(&raw) {
-        let idx = active_indices(s, active_range);
-        per_host.push(verdict::candidates::candidates(s, &idx));
-        summaries.push(summarize(s, &idx, r.points.len()));
-    }
-    for (sum, h) in summaries.iter_mut().zip(hosts) {
+    for ((s, r), h) in series.iter().zip(raw).zip(hosts) {
+        let idx = active_indices(s, active);
+        out.candidates
+            .push(verdict::candidates::candidates(s, &idx));
+        let mut sum = summarize(s, &idx, r.points.len());
         let c = h.clock();
         sum.clock_offset_ms = c.map(|c| c.offset_ms);
         sum.clock_offset_precision_ms = c.map(|c| c.precision_ms);
+        out.summaries.push(sum);
     }
-    let mut candidates: Vec<verdict::Candidate> = per_host.iter().flatten().cloned().collect();
-    let mut flow = flow;
-    if let (Some(f), Some(range)) = (flow.as_mut(), active_range) {
-        let stats = crate::limit::conn_stats(hosts, range);
-        let limit = crate::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
-        f.limited_by = limit.by;
-        f.limit_evidence = limit.evidence.clone();
-        // The application's wait for a CPU, on its host over the active period.
-        let run_delay = limit
-            .host
-            .as_deref()
-            .zip(limit.process.as_deref())
-            .and_then(|(h, p)| {
-                let s = series.iter().find(|s| s.name == h)?;
-                let idx = active_indices(s, Some(range));
-                median(&pick(&s.procs.get(p)?.run_delay_frac, &idx))
-            });
-        candidates.extend(crate::limit::candidate(&limit, &candidates, run_delay));
+    out
+}
+
+/// The flow with who holds it back, and the bottleneck.
+struct Judged {
+    flow: Option<Flow>,
+    active: Option<(u64, u64)>,
+    bottleneck: Bottleneck,
+}
+
+/// The verdict over every host's candidates and, while the flow was active, its own
+/// connections (`verdict::limit`: the application or the network as candidates).
+fn judge(
+    hosts: &[HostData],
+    series: &[HostSeries],
+    per_host: &PerHost,
+    found: verdict::flow::FoundFlow,
+) -> Judged {
+    let verdict::flow::FoundFlow { mut flow, active } = found;
+    let mut candidates: Vec<Candidate> = per_host.candidates.iter().flatten().cloned().collect();
+    if let (Some(f), Some(range)) = (flow.as_mut(), active) {
+        candidates.extend(limit_candidate(hosts, series, f, range, &candidates));
     }
     let mut bottleneck = verdict::decide(&candidates, flow.as_ref());
-    bottleneck.would_not_help.extend(crate::advice::concrete(
-        &series,
-        active_range,
-        flow.as_ref(),
-    ));
+    bottleneck
+        .would_not_help
+        .extend(crate::advice::concrete(series, active, flow.as_ref()));
+    Judged {
+        flow,
+        active,
+        bottleneck,
+    }
+}
 
+/// Judges the flow's connections over `range`: sets `flow.limited_by` and its evidence, and
+/// gives the `app` or `network` candidate when it is one.
+fn limit_candidate(
+    hosts: &[HostData],
+    series: &[HostSeries],
+    f: &mut Flow,
+    range: (u64, u64),
+    candidates: &[Candidate],
+) -> Option<Candidate> {
+    let stats = crate::verdict::limit::conn_stats(hosts, range);
+    let limit = crate::verdict::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
+    f.limited_by = limit.by;
+    f.limit_evidence = limit.evidence.clone();
+    // The application's wait for a CPU, on its host over the active period.
+    let run_delay = limit
+        .host
+        .as_deref()
+        .zip(limit.process.as_deref())
+        .and_then(|(h, p)| {
+            let s = series.iter().find(|s| s.name == h)?;
+            let idx = active_indices(s, Some(range));
+            median(&pick(&s.procs.get(p)?.run_delay_frac, &idx))
+        });
+    crate::verdict::limit::candidate(&limit, candidates, run_delay)
+}
+
+/// The window of the report, ms: as asked, else what the records span.
+fn window(hosts: &[HostData], opts: &Options) -> (u64, u64) {
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     for h in hosts {
         for s in &h.samples {
@@ -136,18 +236,14 @@ pub fn analyze_with_detail(
     }
     let from = opts.from_ms.unwrap_or(if lo == u64::MAX { 0 } else { lo });
     let to = opts.to_ms.unwrap_or(hi.max(from));
+    (from, to)
+}
 
-    let long = opts.step_ms.is_some();
-    let (events, event_groups) = events_and_groups(hosts, long);
-    let patterns = hosts
+/// The gaps: those stored, then each stored sample that does not decode.
+fn gaps(hosts: &[HostData], raw: &[HostSeries]) -> Vec<GapOut> {
+    hosts
         .iter()
-        .zip(&raw)
-        .enumerate()
-        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s, long, detail))
-        .collect();
-    let gaps = hosts
-        .iter()
-        .zip(&raw)
+        .zip(raw)
         .flat_map(|(h, r)| {
             let stored = h.gaps.iter().map(|g| GapOut {
                 host: h.name.clone(),
@@ -165,38 +261,11 @@ pub fn analyze_with_detail(
             });
             stored.chain(undecodable)
         })
-        .collect();
-    let progress = raw
-        .iter()
-        .flat_map(|s| progress(s, opts.expect_bytes))
-        .collect();
-    let (transfers, stalls) = crate::transfers::build(hosts, from, to);
-    let report = Report {
-        window: Window {
-            from: rfc3339(from),
-            to: rfc3339(to),
-            seconds: to.saturating_sub(from) / 1000,
-        },
-        hosts: summaries,
-        flow,
-        bottleneck,
-        events,
-        patterns,
-        gaps,
-        progress,
-        transfers,
-        stalls,
-        event_groups,
-    };
-    Analysis {
-        raw,
-        smoothed: series,
-        active: active_range,
-        candidates: per_host,
-        report,
-    }
+        .collect()
 }
 
+/// Per sampled mount: the bytes landed over the window, the rate and, with the size expected,
+/// the time left.
 pub(crate) fn progress(s: &HostSeries, expect: Option<u64>) -> Vec<Progress> {
     s.mounts
         .iter()

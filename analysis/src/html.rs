@@ -146,7 +146,7 @@ fn headline_plain(r: &Report) -> String {
     let b = &r.bottleneck;
     let host = b.host.as_deref().unwrap_or("?");
     let u = verdict::pct(b.utilization);
-    if let Some(w) = crate::limit::verdict_words(b, r.flow.as_ref()) {
+    if let Some(w) = crate::verdict::limit::verdict_words(b, r.flow.as_ref()) {
         return w;
     }
     match b.resource {

@@ -6,15 +6,38 @@ use crate::series::HostSeries;
 use crate::stats::{best_window, mean, median};
 use crate::vocab::{Flow, LimitedBy, MB, PEAK_SPAN_MS, round2};
 
+/// Loopback: never the flow's NIC.
 pub(crate) fn is_virtual_nic(name: &str) -> bool {
     name == "lo"
 }
 
-/// Finds the flow: the host and NIC sending most, the host and NIC receiving most, and the
-/// time range when it was active (≥ 25% of its peak).
-pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64)>) {
-    let mut best_tx: Option<(usize, String, f64)> = None;
-    let mut best_rx: Option<(usize, String, f64)> = None;
+/// The busiest physical NIC of one direction (sending or receiving) over all hosts.
+#[derive(Debug, Clone)]
+struct BusiestNic {
+    /// Index of its host.
+    host: usize,
+    nic: String,
+    /// Mean bytes/s that way (a NIC without a link speed counted at 95%, see [`busiest`]).
+    bps: f64,
+}
+
+/// The busiest NICs sending and receiving.
+#[derive(Debug, Clone, Default)]
+struct Busiest {
+    tx: Option<BusiestNic>,
+    rx: Option<BusiestNic>,
+}
+
+/// What [`find_flow`] finds: the flow, and the time range when it was active (ms).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FoundFlow {
+    pub flow: Option<Flow>,
+    pub active: Option<(u64, u64)>,
+}
+
+/// The physical NICs (no loopback, no bond) sending and receiving the most over all hosts.
+fn busiest(hosts: &[HostSeries]) -> Busiest {
+    let mut best = Busiest::default();
     for (h, s) in hosts.iter().enumerate() {
         for (name, n) in &s.nics {
             if is_virtual_nic(name) || n.is_bond {
@@ -29,32 +52,45 @@ pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64
             };
             let tx = mean(&n.tx_bps).unwrap_or(0.0) * known;
             let rx = mean(&n.rx_bps).unwrap_or(0.0) * known;
-            if best_tx.as_ref().is_none_or(|b| tx > b.2) {
-                best_tx = Some((h, name.clone(), tx));
+            let nic = |bps| BusiestNic {
+                host: h,
+                nic: name.clone(),
+                bps,
+            };
+            if best.tx.as_ref().is_none_or(|b| tx > b.bps) {
+                best.tx = Some(nic(tx));
             }
-            if best_rx.as_ref().is_none_or(|b| rx > b.2) {
-                best_rx = Some((h, name.clone(), rx));
+            if best.rx.as_ref().is_none_or(|b| rx > b.bps) {
+                best.rx = Some(nic(rx));
             }
         }
     }
+    best
+}
+
+/// Finds the flow: the host and NIC sending most, the host and NIC receiving most, and the
+/// time range when it was active (≥ 25% of its peak).
+pub(crate) fn find_flow(hosts: &[HostSeries]) -> FoundFlow {
+    let best = busiest(hosts);
     // The receiving side is the one that matters for "landing"; measure the flow there unless
     // only the sender is observed.
-    let rx_ok = best_rx.as_ref().is_some_and(|b| b.2 >= FLOW_MIN_BPS);
-    let tx_ok = best_tx.as_ref().is_some_and(|b| b.2 >= FLOW_MIN_BPS);
+    let rx_ok = best.rx.as_ref().is_some_and(|b| b.bps >= FLOW_MIN_BPS);
+    let tx_ok = best.tx.as_ref().is_some_and(|b| b.bps >= FLOW_MIN_BPS);
     if !rx_ok && !tx_ok {
-        return (None, None);
+        return FoundFlow::default();
     }
     // With two hosts, the sender and receiver should differ; when the same host wins both
     // (loopback-like), keep it.
-    let (measure_host, measure_nic, rx_side) = if rx_ok {
-        let b = best_rx.clone().unwrap();
-        (b.0, b.1, true)
+    let (measured, rx_side) = if rx_ok {
+        (best.rx.as_ref(), true)
     } else {
-        let b = best_tx.clone().unwrap();
-        (b.0, b.1, false)
+        (best.tx.as_ref(), false)
     };
-    let s = &hosts[measure_host];
-    let n = &s.nics[&measure_nic];
+    let Some(measured) = measured else {
+        return FoundFlow::default();
+    };
+    let s = &hosts[measured.host];
+    let n = &s.nics[&measured.nic];
     let series = if rx_side { &n.rx_bps } else { &n.tx_bps };
     let pts: Vec<(u64, f64, f64)> = s
         .points
@@ -82,15 +118,15 @@ pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64
     let speed_mbit = median(&n.speed_bps).unwrap_or(0.0) * 8.0 / 1e6;
     let sustained_mb = sustained / MB;
     let grade = ((speed_mbit - 1000.0).abs() < 1.0).then(|| grade_1gbe(sustained_mb).to_string());
-    let name_of = |b: &Option<(usize, String, f64)>, ok: bool| {
+    let name_of = |b: &Option<BusiestNic>, ok: bool| {
         b.as_ref()
             .filter(|_| ok)
-            .map(|b| (hosts[b.0].name.clone(), b.1.clone()))
+            .map(|b| (hosts[b.host].name.clone(), b.nic.clone()))
     };
-    let from = name_of(&best_tx, tx_ok);
-    let to = name_of(&best_rx, rx_ok);
-    (
-        Some(Flow {
+    let from = name_of(&best.tx, tx_ok);
+    let to = name_of(&best.rx, rx_ok);
+    FoundFlow {
+        flow: Some(Flow {
             from: from.as_ref().map(|f| f.0.clone()),
             from_device: from.map(|f| f.1),
             to: to.as_ref().map(|t| t.0.clone()),
@@ -104,8 +140,8 @@ pub(crate) fn find_flow(hosts: &[HostSeries]) -> (Option<Flow>, Option<(u64, u64
             limited_by: LimitedBy::Unknown,
             limit_evidence: Vec::new(),
         }),
-        range,
-    )
+        active: range,
+    }
 }
 
 /// The field's ladder for a single flow on 1 GbE.
