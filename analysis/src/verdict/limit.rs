@@ -234,46 +234,24 @@ fn ms(us: f64) -> String {
 /// The rule: who limits the flow whose connections are `stats` (see the module doc).
 pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) -> Limit {
     let (snd, rcv) = flow_conns(stats, from, to);
-    let ends = (
-        snd.map(|s| s.host.clone()),
-        rcv.map(|r| r.host.clone())
-            .or_else(|| to.map(str::to_string)),
-    );
-    let app = |c: &ConnStat, by, share, evidence: Vec<String>| Limit {
-        by,
-        evidence,
-        host: Some(c.host.clone()),
-        process: Some(c.comm.clone()),
-        share,
-        ends: ends.clone(),
-    };
-    let other = |by, share, evidence: Vec<String>| Limit {
-        by,
-        evidence,
-        host: None,
-        process: None,
-        share,
-        ends: ends.clone(),
+    let v = Verdicts {
+        ends: (
+            snd.map(|s| s.host.clone()),
+            rcv.map(|r| r.host.clone())
+                .or_else(|| to.map(str::to_string)),
+        ),
     };
     let unread = rcv.filter(|r| r.recv_queue >= RECV_FULL_BYTES);
-    let unread_text = |r: &ConnStat| {
-        format!(
-            "{} left {} unread in its receive queue (median) on {}",
-            r.who(),
-            kib(r.recv_queue),
-            r.ends()
-        )
-    };
     let Some(s) = snd else {
         // Only the receiving end observed: its queue says whether it reads.
         return match unread {
-            Some(r) => app(
+            Some(r) => v.app(
                 r,
                 LimitedBy::Receiver,
                 1.0,
                 vec![format!("{} — it does not read as fast as the data comes", unread_text(r))],
             ),
-            None => other(
+            None => v.other(
                 LimitedBy::Unknown,
                 0.0,
                 vec!["the sending end of the flow's connection was not observed, and the receiver read what came".into()],
@@ -294,8 +272,81 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
             .map(|_| format!(" ({:.2}% of the segments delivered)", loss * 100.0))
             .unwrap_or_default()
     );
-    let (busy, rwnd, sndbuf) = (s.frac(s.busy_us), s.frac(s.rwnd_us), s.frac(s.sndbuf_us));
-    if let (Some(busy), Some(rwnd), Some(sndbuf)) = (busy, rwnd, sndbuf) {
+    let j = Judging {
+        v,
+        s,
+        rcv,
+        unread,
+        loss,
+        path,
+    };
+    match (s.frac(s.busy_us), s.frac(s.rwnd_us), s.frac(s.sndbuf_us)) {
+        (Some(busy), Some(rwnd), Some(sndbuf)) => j.by_chronographs(busy, rwnd, sndbuf),
+        _ => j.by_queues(),
+    }
+}
+
+/// The [`Limit`]s of one flow: each carries the flow's sending and receiving hosts.
+struct Verdicts {
+    ends: (Option<String>, Option<String>),
+}
+
+impl Verdicts {
+    /// The application of connection `c` holds the flow.
+    fn app(&self, c: &ConnStat, by: LimitedBy, share: f64, evidence: Vec<String>) -> Limit {
+        Limit {
+            by,
+            evidence,
+            host: Some(c.host.clone()),
+            process: Some(c.comm.clone()),
+            share,
+            ends: self.ends.clone(),
+        }
+    }
+
+    /// Something else (the network, an end not observed, nothing known) holds it.
+    fn other(&self, by: LimitedBy, share: f64, evidence: Vec<String>) -> Limit {
+        Limit {
+            by,
+            evidence,
+            host: None,
+            process: None,
+            share,
+            ends: self.ends.clone(),
+        }
+    }
+}
+
+/// "`np15recv` (pid 90) left 2.0 MiB unread in its receive queue (median) on a → b".
+fn unread_text(r: &ConnStat) -> String {
+    format!(
+        "{} left {} unread in its receive queue (median) on {}",
+        r.who(),
+        kib(r.recv_queue),
+        r.ends()
+    )
+}
+
+/// The flow's connections as [`judge`] weighs them once the sending one is known.
+struct Judging<'a> {
+    v: Verdicts,
+    /// The sending connection.
+    s: &'a ConnStat,
+    /// The receiving one, when observed.
+    rcv: Option<&'a ConnStat>,
+    /// The receiving one when its receive queue is full.
+    unread: Option<&'a ConnStat>,
+    /// Retransmitted segments over those delivered.
+    loss: f64,
+    /// The path's sentence: round trip, congestion window, retransmissions.
+    path: String,
+}
+
+impl Judging<'_> {
+    /// With the kernel's chronographs (4.10+): the shares of the time the sender had data to
+    /// send (`busy`), waited on the receiver's window (`rwnd`) and on its own send buffer.
+    fn by_chronographs(&self, busy: f64, rwnd: f64, sndbuf: f64) -> Limit {
+        let (s, rcv, unread, loss, path) = (self.s, self.rcv, self.unread, self.loss, &self.path);
         let chrono = format!(
             "{}'s connection {} had data to send {} of the time, waited on the receiver's window {} and on its own send buffer {} (tcp_info busy / rwnd_limited / sndbuf_limited over {:.0} s); {path}",
             s.who(),
@@ -316,10 +367,10 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
                 } else {
                     ev.push(format!("{} kept its receive queue near empty ({}) but its window small: its receive buffer (SO_RCVBUF) limits the flow", r.who(), kib(r.recv_queue)));
                 }
-                return app(r, LimitedBy::Receiver, rwnd, ev);
+                return self.v.app(r, LimitedBy::Receiver, rwnd, ev);
             }
             if s.rtt_us >= LONG_RTT_US {
-                return other(
+                return self.v.other(
                     LimitedBy::Network,
                     rwnd,
                     vec![
@@ -331,7 +382,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
                     ],
                 );
             }
-            return other(
+            return self.v.other(
                 LimitedBy::Receiver,
                 rwnd,
                 vec![
@@ -344,7 +395,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
             );
         }
         if sndbuf >= SNDBUF_LIMITED {
-            return app(
+            return self.v.app(
                 s,
                 LimitedBy::Sender,
                 sndbuf,
@@ -357,7 +408,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
             );
         }
         if busy < APP_IDLE_BUSY {
-            return app(
+            return self.v.app(
                 s,
                 LimitedBy::Sender,
                 1.0 - busy,
@@ -378,66 +429,71 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
         } else {
             "the path: the sender kept data queued, neither application nor window held it"
         };
-        return other(
+        self.v.other(
             LimitedBy::Network,
             busy,
             vec![chrono, format!("limited by {why}")],
-        );
+        )
     }
-    // Without the kernel's chronographs (before 4.10, or the /proc/net/tcp fallback): queues,
-    // zero-window probes and retransmissions.
-    let basis = format!(
-        "{}'s connection {}: send queue {} (median){}; {path} (the kernel gives no busy / rwnd_limited times here: judged by the queues)",
-        s.who(),
-        s.ends(),
-        kib(s.send_queue),
-        if s.probes > 0 {
-            format!(", {} window probes", s.probes)
-        } else {
-            String::new()
+
+    /// Without them: the send and receive queues, zero-window probes and retransmissions.
+    fn by_queues(&self) -> Limit {
+        let (s, rcv, unread, loss, path) = (self.s, self.rcv, self.unread, self.loss, &self.path);
+        // Without the kernel's chronographs (before 4.10, or the /proc/net/tcp fallback): queues,
+        // zero-window probes and retransmissions.
+        let basis = format!(
+            "{}'s connection {}: send queue {} (median){}; {path} (the kernel gives no busy / rwnd_limited times here: judged by the queues)",
+            s.who(),
+            s.ends(),
+            kib(s.send_queue),
+            if s.probes > 0 {
+                format!(", {} window probes", s.probes)
+            } else {
+                String::new()
+            }
+        );
+        if let Some(r) = unread {
+            return self.v.app(
+                r,
+                LimitedBy::Receiver,
+                1.0,
+                vec![
+                    basis,
+                    format!(
+                        "{} — the receiving application does not read as fast as the data comes",
+                        unread_text(r)
+                    ),
+                ],
+            );
         }
-    );
-    if let Some(r) = unread {
-        return app(
-            r,
-            LimitedBy::Receiver,
-            1.0,
-            vec![
-                basis,
-                format!(
-                    "{} — the receiving application does not read as fast as the data comes",
-                    unread_text(r)
-                ),
-            ],
-        );
+        if s.send_queue >= SEND_EMPTY_BYTES && s.probes > 0 && rcv.is_none() {
+            return self.v.other(
+                LimitedBy::Receiver,
+                1.0,
+                vec![
+                    basis,
+                    "the sender probed a closed window: the receiving end (not observed) does not read"
+                        .into(),
+                ],
+            );
+        }
+        if s.send_queue < SEND_EMPTY_BYTES && loss < LOSS_SHARE {
+            return self.v.app(
+                s,
+                LimitedBy::Sender,
+                1.0,
+                vec![basis, "its send queue stayed empty: the sending application wrote slower than the path carries".into()],
+            );
+        }
+        if s.send_queue >= SEND_EMPTY_BYTES && (loss >= LOSS_SHARE || s.rtt_us >= LONG_RTT_US) {
+            return self.v.other(
+                LimitedBy::Network,
+                1.0,
+                vec![basis, "data waited in the send queue while the receiver read what came: the path (loss or a long round trip) holds it".into()],
+            );
+        }
+        self.v.other(LimitedBy::Unknown, 0.0, vec![basis])
     }
-    if s.send_queue >= SEND_EMPTY_BYTES && s.probes > 0 && rcv.is_none() {
-        return other(
-            LimitedBy::Receiver,
-            1.0,
-            vec![
-                basis,
-                "the sender probed a closed window: the receiving end (not observed) does not read"
-                    .into(),
-            ],
-        );
-    }
-    if s.send_queue < SEND_EMPTY_BYTES && loss < LOSS_SHARE {
-        return app(
-            s,
-            LimitedBy::Sender,
-            1.0,
-            vec![basis, "its send queue stayed empty: the sending application wrote slower than the path carries".into()],
-        );
-    }
-    if s.send_queue >= SEND_EMPTY_BYTES && (loss >= LOSS_SHARE || s.rtt_us >= LONG_RTT_US) {
-        return other(
-            LimitedBy::Network,
-            1.0,
-            vec![basis, "data waited in the send queue while the receiver read what came: the path (loss or a long round trip) holds it".into()],
-        );
-    }
-    other(LimitedBy::Unknown, 0.0, vec![basis])
 }
 
 /// The `app` or `network` candidate of `limit`, a wall only when the rest agrees: the
