@@ -203,7 +203,7 @@ fn limit_candidate(
     range: (u64, u64),
     candidates: &[Candidate],
 ) -> Option<Candidate> {
-    let stats = crate::verdict::limit::conn_stats(hosts, range);
+    let stats = crate::verdict::connections::conn_stats(hosts, range);
     let limit = crate::verdict::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
     f.limited_by = limit.by;
     f.limit_evidence = limit.evidence.clone();

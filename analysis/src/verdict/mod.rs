@@ -4,9 +4,10 @@
 //!
 //! By stage: [`flow`] finds the transfer and when it was active, [`candidates`] weighs each
 //! host's resources against their ceilings ([`walls`]), [`limit`] judges the flow's own TCP
-//! connections (the application or the network), and [`decide`] names the wall.
+//! connections ([`connections`]: the application or the network), and [`decide`] names the wall.
 
 pub(crate) mod candidates;
+pub(crate) mod connections;
 pub(crate) mod decide;
 pub(crate) mod flow;
 pub mod limit;
