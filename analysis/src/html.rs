@@ -10,6 +10,8 @@
 //! line per group of alike events with its count, and the events table lists the groups).
 
 mod charts;
+mod draw;
+mod markers;
 pub(crate) mod svg;
 
 use std::fmt::Write;
@@ -19,7 +21,7 @@ use crate::input::HostData;
 use crate::report::{Bottleneck, DeathContext, Pattern, Report};
 use crate::verdict::{self, Resource};
 use crate::vocab::Flow;
-use charts::HostCtx;
+use draw::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
 
 /// Renders the analysis of `hosts` (as built by [`crate::report::analyze`] from the same data)
@@ -41,7 +43,7 @@ pub fn render(hosts: &[HostData], a: &Analysis) -> String {
             cands: cands.clone(),
             wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
                 .then_some(report.bottleneck.resource),
-            markers: charts::markers(h, &ax, long),
+            markers: markers::markers(h, &ax, long),
         })
         .collect();
 
@@ -456,8 +458,8 @@ fn events_table(o: &mut String, hosts: &[HostData]) {
             rows.push((
                 e.time_ms,
                 h.name.as_str(),
-                charts::event_class(&ev),
-                charts::describe(e.time_ms, &ev, charts::event_cpu_s(h, e.instance, &ev)),
+                markers::event_class(&ev),
+                markers::describe(e.time_ms, &ev, markers::event_cpu_s(h, e.instance, &ev)),
             ));
         }
     }
@@ -525,8 +527,8 @@ fn grouped_events_table(o: &mut String, hosts: &[HostData], r: &Report) {
             rows.extend(kept.into_iter().map(|(i, e)| {
                 let ev = e.event();
                 let text =
-                    charts::describe(e.time_ms, &ev, charts::event_cpu_s(h, e.instance, &ev));
-                (e.time_ms, k, i, charts::event_class(&ev), text)
+                    markers::describe(e.time_ms, &ev, markers::event_cpu_s(h, e.instance, &ev));
+                (e.time_ms, k, i, markers::event_class(&ev), text)
             }));
         }
     }
