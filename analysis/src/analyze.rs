@@ -37,7 +37,7 @@ pub struct Options {
 pub struct Analysis {
     /// Per host (in the order of the input), the series of every sample, each decoded once.
     pub raw: Vec<HostSeries>,
-    /// The same merged into buckets of a few seconds ([`series::smooth`]): what is judged.
+    /// The same merged into buckets of a few seconds (`series::smooth`): what is judged.
     pub smoothed: Vec<HostSeries>,
     /// The transfer's active period, when there is one.
     pub active: Option<(u64, u64)>,

@@ -11,7 +11,7 @@ pub const TROUBLE_WINDOW_MS: u64 = 40_000;
 /// A peer's exit this far from the death (either way) can be the other end of it.
 const PEER_WINDOW_MS: u64 = 120_000;
 
-/// "10.0.0.2:873", "[fd00::2]:873".
+/// "10.0.0.2:873", "\[fd00::2\]:873".
 pub fn addr_text(a: &SockAddr) -> String {
     match a.addr.len() {
         4 => format!(

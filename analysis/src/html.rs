@@ -24,7 +24,7 @@ use crate::vocab::Flow;
 use draw::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
 
-/// Renders the analysis of `hosts` (as built by [`crate::report::analyze`] from the same data)
+/// Renders the analysis of `hosts` (as built by [`crate::analyze()`] from the same data)
 /// as one HTML document: its series, candidates and report, nothing rebuilt.
 pub fn render(hosts: &[HostData], a: &Analysis) -> String {
     let report = &a.report;

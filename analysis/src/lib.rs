@@ -3,6 +3,17 @@
 //!
 //! Pure: the collector loads a window of samples, events and gaps per host into [`HostData`]
 //! and calls [`build`]; nothing here touches a file, a socket or a clock.
+//!
+//! Read top-down, each module using only those below it:
+//! - [`analyze`](mod@analyze): the pipeline, stage by stage, from [`input`] to the [`report`] (the JSON
+//!   contract, types only); rendered by [`text`] and [`html`].
+//! - [`verdict`]: the flow, each host's candidate walls, the flow's own connections
+//!   ([`limit`]), the decision; `summary` gives each host's figures, `advice` the concrete fixes.
+//! - `events`: `events[]`, their groups over a long window, restart patterns and the context
+//!   of each death, with [`exits`] (how a process ended) and [`conns`] (its connections).
+//! - [`series`] (rates from deltas), [`transfers`] (the files a copy is on), [`rates`] (the live
+//!   views' per-sample figures), [`stats`], [`time`], and `vocab`: the words all of them share
+//!   (resources, candidates, the flow, units and formatters).
 
 pub(crate) mod advice;
 pub mod analyze;

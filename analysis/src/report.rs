@@ -1,6 +1,6 @@
 //! The report: per-host summaries, the flow and the bottleneck, events with restart patterns
 //! and the context of each death, gaps and progress — the JSON contract of `nasprobe report
-//! --json` (docs/report-json.md). Only the types: [`crate::analyze`] builds them.
+//! --json` (docs/report-json.md). Only the types: [`crate::analyze()`] builds them.
 
 use serde::Serialize;
 

@@ -61,7 +61,7 @@ pub struct Stall {
 }
 
 impl Transfer {
-    /// "cp [4242] writing /share/a.mkv: 1.20 GB of 5.00 GB, 38.2 MB/s" (paths as sanitized
+    /// "cp \[4242\] writing /share/a.mkv: 1.20 GB of 5.00 GB, 38.2 MB/s" (paths as sanitized
     /// at decoding; the HTML escapes it again).
     pub fn line(&self) -> String {
         let verb = match self.mode {
@@ -84,7 +84,7 @@ impl Transfer {
 }
 
 impl Stall {
-    /// "2026-12-01 12:00:05 .. 12:00:31 (26 s): 2.1 MB/s on /share/a.mkv (dd [4242])".
+    /// "2026-12-01 12:00:05 .. 12:00:31 (26 s): 2.1 MB/s on /share/a.mkv (dd \[4242\])".
     pub fn line(&self) -> String {
         format!(
             "{} .. {} ({}): {:.1} MB/s on {} ({} [{}])",

@@ -7,7 +7,8 @@
 //! are set to what the simulation declares). The inputs are thus the same on every run, and a
 //! change in any output is a change in the analysis: a restructuring must leave these files
 //! untouched. A deliberate change of the output rewrites them with `UPDATE_GOLDEN=1 cargo test
-//! -p nasprobe-analysis --test golden` (then review the diff).
+//! -p nasprobe-analysis --test golden` (or `NASPROBE_BLESS=1`, as the other golden tests; then
+//! review the diff).
 
 #[path = "html_scenario/mod.rs"]
 mod html_scenario;
@@ -170,7 +171,9 @@ fn outputs(hosts: &[HostData]) -> Vec<(&'static str, String)> {
 /// Compares (or with UPDATE_GOLDEN=1 writes) `tests/golden/NAME.SUFFIX`; returns a line per
 /// file that differs.
 fn check(name: &str, hosts: &[HostData]) -> Vec<String> {
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let update = ["UPDATE_GOLDEN", "NASPROBE_BLESS"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some_and(|v| v == "1"));
     let mut bad = Vec::new();
     for (suffix, got) in outputs(hosts) {
         let path = golden_dir().join(format!("{name}.{suffix}"));

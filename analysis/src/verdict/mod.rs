@@ -2,9 +2,9 @@
 //! method), then the one resource that binds the flow, with the numbers behind it, what was
 //! ruled out with its headroom, and what would not help.
 //!
-//! By stage: [`flow`] finds the transfer and when it was active, [`candidates`] weighs each
-//! host's resources against their ceilings ([`walls`]), [`limit`] judges the flow's own TCP
-//! connections ([`connections`]: the application or the network), and [`decide`] names the wall.
+//! By stage: `flow` finds the transfer and when it was active, `candidates` weighs each host's
+//! resources against their ceilings (`walls`), [`limit`] judges the flow's own TCP connections
+//! (`connections`: the application or the network), and [`decide`] names the wall.
 
 pub(crate) mod candidates;
 pub(crate) mod connections;
