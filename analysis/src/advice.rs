@@ -3,8 +3,10 @@
 //! differ between the two ends of the flow. Each is one "what would: ..." sentence.
 
 use crate::series::HostSeries;
+use crate::series::active_indices;
 use crate::stats::median;
-use crate::verdict::{Flow, active_indices, pct, pick};
+use crate::stats::pick;
+use crate::vocab::{Flow, pct};
 
 /// Indexers, thumbnailers and media scanners of NAS firmwares and desktops: they wake up when
 /// files arrive and compete with the copy for the CPU.

@@ -2,7 +2,7 @@
 //! trouble they had before the process ended, and the process at their other end on another
 //! observed host (matched by address and port pairs) with how and when it ended.
 
-use nasprobe_proto::{Event, ExitStatus, SockAddr, TcpConn};
+use nasprobe_proto::{Event, SockAddr, TcpConn};
 
 use crate::input::HostData;
 
@@ -11,7 +11,7 @@ pub const TROUBLE_WINDOW_MS: u64 = 40_000;
 /// A peer's exit this far from the death (either way) can be the other end of it.
 const PEER_WINDOW_MS: u64 = 120_000;
 
-/// "10.0.0.2:873", "[fd00::2]:873".
+/// "10.0.0.2:873", "\[fd00::2\]:873".
 pub fn addr_text(a: &SockAddr) -> String {
     match a.addr.len() {
         4 => format!(
@@ -102,21 +102,7 @@ pub fn trouble_before(h: &HostData, pid: u32, t: u64) -> Option<String> {
     }
 }
 
-/// The process at the other end of one of `pid`'s connections, on another host, and its end.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PeerEnd {
-    pub host: String,
-    pub comm: String,
-    pub pid: u32,
-    /// When it ended, on our host's clock: its agent's time corrected by both hosts' clock
-    /// offsets when the collector measured them (else its agent's time as it is).
-    pub ended_ms: u64,
-    /// How exact `ended_ms` is against our clock (the two offsets' precisions added); None
-    /// when an offset is unknown and the agents' clocks are taken as they are.
-    pub clock_precision_ms: Option<u64>,
-    pub status: Option<ExitStatus>,
-    pub lifetime_ms: u64,
-}
+pub use crate::vocab::PeerEnd;
 
 /// The peer of `pid` (host `hosts[at]`, ended at `t`): a process on another host with a
 /// connection whose local end is one of ours' remote end and whose remote end is ours' local
@@ -187,6 +173,7 @@ pub fn peer_end(hosts: &[HostData], at: usize, pid: u32, t: u64) -> Option<PeerE
 mod tests {
     use super::*;
     use crate::input::TimedEvent;
+    use nasprobe_proto::ExitStatus;
     use nasprobe_proto::{
         Comm, Connections, ExitSeen, ProcConnections, ProcessEnd, ProcessExit, ProcessInfo,
         TcpConnInfo,

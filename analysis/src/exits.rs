@@ -4,7 +4,7 @@
 
 use nasprobe_proto::{ExitSeen, ExitStatus, signal_name};
 
-use crate::html::svg::dur;
+use crate::time::dur;
 use crate::time::rfc3339;
 
 /// Why a process ended, as far as its exits tell (`patterns[].cause`).
@@ -115,7 +115,7 @@ pub struct Death<'a> {
     /// Trouble of its own connections before the end ([`crate::conns::trouble_before`]).
     pub network: Option<String>,
     /// The process at the other end, on another host, and its end.
-    pub peer: Option<crate::conns::PeerEnd>,
+    pub peer: Option<crate::vocab::PeerEnd>,
 }
 
 /// The cause of one death: a signal from outside, a crash or the OOM killer stand; otherwise
@@ -134,7 +134,7 @@ pub fn death_cause(d: &Death) -> Cause {
     base
 }
 
-fn peer_text(d: &Death, p: &crate::conns::PeerEnd) -> String {
+fn peer_text(d: &Death, p: &crate::vocab::PeerEnd) -> String {
     let dt = d.time_ms as i64 - p.ended_ms as i64;
     let span = |ms: i64| {
         if ms < 1000 {
@@ -287,7 +287,7 @@ mod tests {
     fn peer_and_network_before_status_but_not_before_a_kill() {
         let e12 = st(Some(12), None, false, false);
         let kill = st(None, Some(9), false, false);
-        let peer = crate::conns::PeerEnd {
+        let peer = crate::vocab::PeerEnd {
             host: "dst".into(),
             comm: "rsyncd".into(),
             pid: 90,
@@ -296,7 +296,7 @@ mod tests {
             status: Some(st(Some(1), None, false, false)),
             lifetime_ms: 60_000,
         };
-        let d = |s, network: Option<&str>, peer: Option<crate::conns::PeerEnd>| Death {
+        let d = |s, network: Option<&str>, peer: Option<crate::vocab::PeerEnd>| Death {
             time_ms: 1_700_000_000_000,
             lifetime_ms: 8_000,
             status: Some(s),
@@ -313,7 +313,7 @@ mod tests {
             Cause::Killed
         );
         // A peer that ended after it is not the cause.
-        let later = crate::conns::PeerEnd {
+        let later = crate::vocab::PeerEnd {
             ended_ms: 1_700_000_000_000 + 400,
             ..peer.clone()
         };

@@ -10,17 +10,21 @@
 //! line per group of alike events with its count, and the events table lists the groups).
 
 mod charts;
+mod draw;
+mod markers;
 pub(crate) mod svg;
 
 use std::fmt::Write;
 
+use crate::analyze::Analysis;
 use crate::input::HostData;
-use crate::report::{Analysis, Report};
+use crate::report::{Bottleneck, DeathContext, Pattern, Report};
 use crate::verdict::{self, Resource};
-use charts::HostCtx;
+use crate::vocab::Flow;
+use draw::HostCtx;
 use svg::{Spans, TimeAxis, dur, esc, when};
 
-/// Renders the analysis of `hosts` (as built by [`crate::report::analyze`] from the same data)
+/// Renders the analysis of `hosts` (as built by [`crate::analyze()`] from the same data)
 /// as one HTML document: its series, candidates and report, nothing rebuilt.
 pub fn render(hosts: &[HostData], a: &Analysis) -> String {
     let report = &a.report;
@@ -39,7 +43,7 @@ pub fn render(hosts: &[HostData], a: &Analysis) -> String {
             cands: cands.clone(),
             wall: (report.bottleneck.host.as_deref() == Some(h.name.as_str()))
                 .then_some(report.bottleneck.resource),
-            markers: charts::markers(h, &ax, long),
+            markers: markers::markers(h, &ax, long),
         })
         .collect();
 
@@ -145,7 +149,7 @@ fn headline_plain(r: &Report) -> String {
     let b = &r.bottleneck;
     let host = b.host.as_deref().unwrap_or("?");
     let u = verdict::pct(b.utilization);
-    if let Some(w) = crate::limit::verdict_words(b, r.flow.as_ref()) {
+    if let Some(w) = crate::verdict::limit::verdict_words(b, r.flow.as_ref()) {
         return w;
     }
     match b.resource {
@@ -212,29 +216,42 @@ fn verdict_section(o: &mut String, r: &Report) {
     }
     let _ = writeln!(o, "<h1>{}.</h1>", rich(&cap));
     if let Some(f) = &r.flow {
-        let ends = match (&f.from, &f.to) {
-            (Some(a), Some(b)) if a != b => format!("{a} → {b}"),
-            (_, Some(b)) => format!("into {b}"),
-            (Some(a), None) => format!("out of {a}"),
-            _ => "transfer".into(),
-        };
-        let _ = writeln!(
-            o,
-            "<p class=\"flow\"><b>{}</b>: <b>{:.0} MB/s sustained</b> (median over {}), {:.0} MB/s mean, {:.0} MB/s peak (best 10 s){}</p>",
-            esc(&ends),
-            f.sustained_mb_s,
-            dur(f.active_seconds),
-            f.mean_mb_s,
-            f.peak_mb_s,
-            f.grade
-                .as_ref()
-                .map(|g| format!(
-                    " — on 1 GbE that is <span class=\"grade g-{g}\">{}</span>",
-                    esc(&g.replace('_', " "))
-                ))
-                .unwrap_or_default()
-        );
+        flow_line(o, f);
     }
+    reasons(o, &r.bottleneck);
+    patterns(o, &r.patterns);
+    window_notes(o, r);
+    o.push_str("</section>\n");
+}
+
+/// The flow's line: its ends, rates and grade.
+fn flow_line(o: &mut String, f: &Flow) {
+    let ends = match (&f.from, &f.to) {
+        (Some(a), Some(b)) if a != b => format!("{a} → {b}"),
+        (_, Some(b)) => format!("into {b}"),
+        (Some(a), None) => format!("out of {a}"),
+        _ => "transfer".into(),
+    };
+    let _ = writeln!(
+        o,
+        "<p class=\"flow\"><b>{}</b>: <b>{:.0} MB/s sustained</b> (median over {}), {:.0} MB/s mean, {:.0} MB/s peak (best 10 s){}</p>",
+        esc(&ends),
+        f.sustained_mb_s,
+        dur(f.active_seconds),
+        f.mean_mb_s,
+        f.peak_mb_s,
+        f.grade
+            .as_ref()
+            .map(|g| format!(
+                " — on 1 GbE that is <span class=\"grade g-{g}\">{}</span>",
+                esc(&g.replace('_', " "))
+            ))
+            .unwrap_or_default()
+    );
+}
+
+/// Why, what would not help, what would, and what was ruled out.
+fn reasons(o: &mut String, b: &Bottleneck) {
     // Evidence without the flow sentence (shown above) and the ruled-out (shown apart).
     let evidence: Vec<String> = b
         .evidence
@@ -257,55 +274,69 @@ fn verdict_section(o: &mut String, r: &Report) {
     list(o, "What would", "would", &would);
     o.push_str("</div>\n");
     list(o, "Ruled out, with headroom", "ruled", &b.ruled_out);
-    if !r.patterns.is_empty() {
-        o.push_str("<div class=\"patterns\"><h3>Restarts</h3><ul>");
-        for p in &r.patterns {
-            let _ = write!(o, "<li>{}", rich(&p.summary));
-            if !p.deaths.is_empty() {
-                // A long run of deaths is folded: the verdict stays one screen.
-                let folded = p.deaths.len() > 4;
-                if folded {
-                    let _ = write!(
-                        o,
-                        "<details class=\"deaths\"><summary>each of the {} deaths, with the time before it</summary>",
-                        p.deaths.len()
-                    );
-                }
-                o.push_str("<ul class=\"deaths\">");
-                for d in &p.deaths {
-                    let mut ctx = vec![
-                        format!("{:.0} TCP retransmits", d.tcp_retransmits),
-                        format!("{:.0} resets", d.tcp_resets),
-                        format!("{:.0} timeouts", d.tcp_timeouts),
-                        format!("{:.0} NIC errors", d.nic_errors),
-                        format!("{:.0} drops", d.nic_drops),
-                        format!("{:.0} swap pages", d.swap_pages),
-                    ];
-                    if d.link_down {
-                        ctx.push("link went down".into());
-                    }
-                    if let Some(cpu) = d.process_cpu_cores {
-                        ctx.push(format!("process at {} of a core", verdict::pct(cpu)));
-                    }
-                    let _ = write!(
-                        o,
-                        "<li>{} pid {} died after {}; the {} before: {}</li>",
-                        esc(&d.at.replace('T', " ").replace('Z', "")),
-                        d.pid,
-                        dur(d.lifetime_s),
-                        crate::text::context_span(d.window_s),
-                        esc(&ctx.join(", "))
-                    );
-                }
-                o.push_str("</ul>");
-                if folded {
-                    o.push_str("</details>");
-                }
-            }
-            o.push_str("</li>");
-        }
-        o.push_str("</ul></div>\n");
+}
+
+/// The restart patterns, each with its deaths (folded when many).
+fn patterns(o: &mut String, patterns: &[Pattern]) {
+    if patterns.is_empty() {
+        return;
     }
+    o.push_str("<div class=\"patterns\"><h3>Restarts</h3><ul>");
+    for p in patterns {
+        let _ = write!(o, "<li>{}", rich(&p.summary));
+        if !p.deaths.is_empty() {
+            // A long run of deaths is folded: the verdict stays one screen.
+            let folded = p.deaths.len() > 4;
+            if folded {
+                let _ = write!(
+                    o,
+                    "<details class=\"deaths\"><summary>each of the {} deaths, with the time before it</summary>",
+                    p.deaths.len()
+                );
+            }
+            o.push_str("<ul class=\"deaths\">");
+            for d in &p.deaths {
+                death_item(o, d);
+            }
+            o.push_str("</ul>");
+            if folded {
+                o.push_str("</details>");
+            }
+        }
+        o.push_str("</li>");
+    }
+    o.push_str("</ul></div>\n");
+}
+
+/// One death of a pattern with the time before it.
+fn death_item(o: &mut String, d: &DeathContext) {
+    let mut ctx = vec![
+        format!("{:.0} TCP retransmits", d.tcp_retransmits),
+        format!("{:.0} resets", d.tcp_resets),
+        format!("{:.0} timeouts", d.tcp_timeouts),
+        format!("{:.0} NIC errors", d.nic_errors),
+        format!("{:.0} drops", d.nic_drops),
+        format!("{:.0} swap pages", d.swap_pages),
+    ];
+    if d.link_down {
+        ctx.push("link went down".into());
+    }
+    if let Some(cpu) = d.process_cpu_cores {
+        ctx.push(format!("process at {} of a core", verdict::pct(cpu)));
+    }
+    let _ = write!(
+        o,
+        "<li>{} pid {} died after {}; the {} before: {}</li>",
+        esc(&d.at.replace('T', " ").replace('Z', "")),
+        d.pid,
+        dur(d.lifetime_s),
+        crate::text::context_span(d.window_s),
+        esc(&ctx.join(", "))
+    );
+}
+
+/// Missing data, progress, the transfers' items and their crawls.
+fn window_notes(o: &mut String, r: &Report) {
     let gaps: Vec<String> = r
         .gaps
         .iter()
@@ -352,7 +383,6 @@ fn verdict_section(o: &mut String, r: &Report) {
         .map(|s| format!("{}: {}", s.host, s.line()))
         .collect();
     list(o, "Crawls (under 5 MB/s)", "stalls", &stalls);
-    o.push_str("</section>\n");
 }
 
 fn legend(o: &mut String) {
@@ -428,8 +458,8 @@ fn events_table(o: &mut String, hosts: &[HostData]) {
             rows.push((
                 e.time_ms,
                 h.name.as_str(),
-                charts::event_class(&ev),
-                charts::describe(e.time_ms, &ev, charts::event_cpu_s(h, e.instance, &ev)),
+                markers::event_class(&ev),
+                markers::describe(e.time_ms, &ev, markers::event_cpu_s(h, e.instance, &ev)),
             ));
         }
     }
@@ -493,12 +523,12 @@ fn grouped_events_table(o: &mut String, hosts: &[HostData], r: &Report) {
     o.push_str("</tbody></table>");
     let mut rows: Vec<(u64, usize, usize, &'static str, String)> = Vec::new();
     for (k, h) in hosts.iter().enumerate() {
-        for (_, kept) in crate::report::host_groups(h) {
+        for (_, kept) in crate::events::groups::host_groups(h) {
             rows.extend(kept.into_iter().map(|(i, e)| {
                 let ev = e.event();
                 let text =
-                    charts::describe(e.time_ms, &ev, charts::event_cpu_s(h, e.instance, &ev));
-                (e.time_ms, k, i, charts::event_class(&ev), text)
+                    markers::describe(e.time_ms, &ev, markers::event_cpu_s(h, e.instance, &ev));
+                (e.time_ms, k, i, markers::event_class(&ev), text)
             }));
         }
     }

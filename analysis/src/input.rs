@@ -237,6 +237,10 @@ impl HostData {
     }
 }
 
+/// Raw samples of host `hosts[k]` over `[from_ms, to_ms]`, for a report over rollups that needs
+/// the detail somewhere (None: not stored any more, or not to be read).
+pub type Detail<'a> = dyn Fn(usize, u64, u64) -> Option<HostData> + 'a;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -654,3 +654,16 @@ impl<'a> Buckets<'a> {
         }
     }
 }
+
+/// Points of a host inside the active period.
+pub(crate) fn active_indices(s: &HostSeries, range: Option<(u64, u64)>) -> Vec<usize> {
+    (0..s.points.len())
+        .filter(|&i| match range {
+            Some((a, b)) => {
+                let t = s.points[i].time_ms;
+                t >= a && t <= b
+            }
+            None => true,
+        })
+        .collect()
+}

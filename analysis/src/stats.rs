@@ -66,6 +66,11 @@ pub(crate) fn best_window(points: &[(u64, f64, f64)], span_ms: f64) -> Option<f6
     })
 }
 
+/// The values of `v` at the points `idx` (those past its end left out).
+pub(crate) fn pick(v: &[f64], idx: &[usize]) -> Vec<f64> {
+    idx.iter().filter_map(|&i| v.get(i).copied()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use crate::verdict::{Resource, pct};
 /// one thread of `synoreplicad` at 96% of a core.").
 pub fn verdict_line(r: &Report) -> String {
     let b = &r.bottleneck;
-    if let Some(w) = crate::limit::verdict_words(b, r.flow.as_ref()) {
+    if let Some(w) = crate::verdict::limit::verdict_words(b, r.flow.as_ref()) {
         return format!("Verdict: {w}.");
     }
     match b.resource {

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::input::HostData;
 use crate::time::rfc3339;
-use crate::verdict::{MB, round2};
+use crate::vocab::{MB, round2};
 
 /// Under this, a copy crawls (the seed's "when a copy falls under 5 MB/s").
 pub const STALL_MB_S: f64 = 5.0;
@@ -61,7 +61,7 @@ pub struct Stall {
 }
 
 impl Transfer {
-    /// "cp [4242] writing /share/a.mkv: 1.20 GB of 5.00 GB, 38.2 MB/s" (paths as sanitized
+    /// "cp \[4242\] writing /share/a.mkv: 1.20 GB of 5.00 GB, 38.2 MB/s" (paths as sanitized
     /// at decoding; the HTML escapes it again).
     pub fn line(&self) -> String {
         let verb = match self.mode {
@@ -84,7 +84,7 @@ impl Transfer {
 }
 
 impl Stall {
-    /// "2026-12-01 12:00:05 .. 12:00:31 (26 s): 2.1 MB/s on /share/a.mkv (dd [4242])".
+    /// "2026-12-01 12:00:05 .. 12:00:31 (26 s): 2.1 MB/s on /share/a.mkv (dd \[4242\])".
     pub fn line(&self) -> String {
         format!(
             "{} .. {} ({}): {:.1} MB/s on {} ({} [{}])",
@@ -428,7 +428,7 @@ mod tests {
     #[test]
     fn html_and_text_show_them_with_paths_escaped() {
         let hosts = [host()];
-        let a = crate::report::analyze(&hosts, &crate::report::Options::default());
+        let a = crate::analyze::analyze(&hosts, &crate::analyze::Options::default());
         let html = crate::html::render(&hosts, &a);
         assert!(html.contains("/mnt/&lt;big&gt;.img"), "escaped in HTML");
         assert!(!html.contains("<big>"));

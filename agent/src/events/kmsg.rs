@@ -15,7 +15,12 @@ use crate::sampler::Sampler;
 use crate::sys::fd;
 
 /// Kernel log records read per wake-up of the loop.
-const KMSG_RECORDS_PER_WAKE: usize = 64;
+pub(crate) const KMSG_RECORDS_PER_WAKE: usize = 64;
+/// Kernel log records read before a sample at most: the whole backlog, so that an OOM kill is
+/// marked before the sample's /proc scan finds its process gone. An OOM report lists every
+/// process, one line each, before its "Killed process" line (a NAS with 300 processes writes
+/// ~350 lines); found on the emulated NAS, where the kill was otherwise missed.
+pub(crate) const KMSG_RECORDS_PER_TICK: usize = 2048;
 /// `KernelMessage` events per minute at most; the rest are counted in the next one's
 /// `suppressed` (a flapping link or a segfault loop must not flood the history ring).
 const KMSG_EVENTS_PER_MINUTE: u32 = 12;
@@ -117,18 +122,20 @@ impl KernelLog {
         self.kmsg.fd()
     }
 
-    /// Reads what the kernel log holds (at most `KMSG_RECORDS_PER_WAKE` records): OOM kills
-    /// mark the exit of their process; lines about tracked processes and known NICs become
-    /// `KernelMessage` events, rate-limited, handed to `push`.
-    pub(crate) fn drain(&mut self, sampler: &mut Sampler, push: &mut dyn FnMut(Event)) {
+    /// Reads what the kernel log holds (at most `max` records): OOM kills mark the exit of
+    /// their process; lines about tracked processes and known NICs become `KernelMessage`
+    /// events, rate-limited, handed to `push`. An OOM kill of a process the sampler no longer
+    /// tracks (gone before its line was read) is still passed on with its pid.
+    pub(crate) fn drain(&mut self, sampler: &mut Sampler, max: usize, push: &mut dyn FnMut(Event)) {
         let mut found: Vec<Event> = Vec::new();
         let last_oom = &mut self.last_oom;
-        self.kmsg.drain(KMSG_RECORDS_PER_WAKE, &mut |rec| {
+        self.kmsg.drain(max, &mut |rec| {
             let (pid, nic) = match classify(rec.text, &|w| sampler.is_nic(w)) {
                 Kind::OomKill { pid } => {
                     // The kill comes as two lines on 4.19+ ("oom-kill:…" and "Killed
                     // process"): one event for it.
-                    if !sampler.oom_kill(pid) || std::mem::replace(last_oom, pid) == pid {
+                    sampler.oom_kill(pid);
+                    if std::mem::replace(last_oom, pid) == pid {
                         return;
                     }
                     (Some(pid), None)

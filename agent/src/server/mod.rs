@@ -32,7 +32,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use crate::config::Config;
 use crate::daemon::Signals;
 use crate::events::connector::Connector;
-use crate::events::kmsg::KernelLog;
+use crate::events::kmsg::{KMSG_RECORDS_PER_TICK, KMSG_RECORDS_PER_WAKE, KernelLog};
 use crate::ring::Ring;
 use crate::sampler::{Sampler, wall_ms};
 use client::Client;
@@ -245,7 +245,7 @@ impl Server {
     /// Reads what the kernel log holds (a bounded number of records): OOM kills mark the exit
     /// of their process; lines about tracked processes and known NICs become `KernelMessage`
     /// events, rate-limited (see [`KernelLog::drain`]).
-    fn read_kmsg(&mut self) {
+    fn read_kmsg(&mut self, max: usize) {
         let Server {
             kmsg,
             sampler,
@@ -255,7 +255,9 @@ impl Server {
             ..
         } = self;
         if let Some(k) = kmsg {
-            k.drain(sampler, &mut |ev| push_event(ring, scratch, clients, ev));
+            k.drain(sampler, max, &mut |ev| {
+                push_event(ring, scratch, clients, ev)
+            });
         }
     }
 
@@ -337,7 +339,7 @@ impl Server {
             }
             // The kernel log first: an OOM kill's line comes before the exit it causes.
             if kmsg_ready {
-                self.read_kmsg();
+                self.read_kmsg(KMSG_RECORDS_PER_WAKE);
             }
             if connector_ready {
                 self.read_connector(CONNECTOR_DGRAMS_PER_WAKE);
@@ -410,7 +412,7 @@ impl Server {
     /// pegged cores).
     fn tick(&mut self, now: Instant) {
         // Exits the kernel reported up to now are in this sample, OOM kills marked.
-        self.read_kmsg();
+        self.read_kmsg(KMSG_RECORDS_PER_TICK);
         self.read_connector(CONNECTOR_DGRAMS_PER_TICK);
         self.connector_armed = true;
         self.take_sample(now);

@@ -1,391 +1,18 @@
 //! The charts of one host, each an `<svg class="chart">` on the shared time axis (except the
 //! bottleneck bars): throughput, CPU, disks, memory, and the bottleneck breakdown.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use nasprobe_proto::Event;
-
-use super::svg::{
-    Bin, Spans, TimeAxis, W, X0, X1, area_path, downsample, dur, envelope_path, esc, heat_paths,
-    line_path, n1, nice_step, time_ticks, when,
+use super::draw::{
+    HostCtx, hline, max_bins, no_data, open, overlays, path, text, time_grid, y_grid,
 };
-use crate::input::HostData;
-use crate::report::HostSummary;
+use super::svg::{
+    Bin, W, X0, X1, area_path, downsample, envelope_path, esc, heat_paths, line_path, n1, nice_step,
+};
 use crate::series::{HostSeries, ThreadKey};
 use crate::stats::{max, median, percentile};
 use crate::verdict::{self, Candidate, MB, Resource, pct};
-
-/// Everything the charts of one host need.
-pub(crate) struct HostCtx<'a> {
-    pub data: &'a HostData,
-    pub s: &'a HostSeries,
-    pub sum: Option<&'a HostSummary>,
-    pub sp: Spans,
-    pub ax: TimeAxis,
-    pub cands: Vec<Candidate>,
-    /// The resource named as the wall when it is on this host.
-    pub wall: Option<Resource>,
-    pub markers: Vec<Marker>,
-}
-
-/// Events within two pixels of each other, drawn as one marker that lists them all (over a long
-/// window: one line per group of alike events, with its count).
-#[derive(Debug, Clone)]
-pub(crate) struct Marker {
-    pub t: f64,
-    pub class: &'static str,
-    pub texts: Vec<String>,
-    /// How many events it stands for.
-    pub n: usize,
-}
-
-/// Over a long window a marker covers this many pixels (3 otherwise): each is drawn on every
-/// time chart of its host with its hover text, and at 6 px a week of a crash loop's markers is
-/// about half the page instead of most of it.
-const LONG_MARKER_PX: f64 = 6.0;
-
-/// Alike events of one marker over a long window: how many, the first one's text, the last time.
-struct Alike {
-    n: usize,
-    first: String,
-    last_ms: u64,
-}
-
-pub(crate) fn event_class(e: &Event) -> &'static str {
-    match e {
-        Event::ProcessStart(_) => "ev-start",
-        Event::ProcessExit(_) | Event::ProcessEnd(_) => "ev-exit",
-        Event::LinkChange(_) => "ev-link",
-        Event::AgentStart(_) => "ev-agent",
-        Event::DeviceAdded(_) => "ev-dev",
-        Event::ExitWatch(_) => "ev-agent",
-        Event::KernelMessage(_) => "ev-link",
-        Event::Connections(_) | Event::OpenFiles(_) => "ev-conn",
-    }
-}
-
-/// CPU seconds an event reports (a process exit's ticks at its instance's clock rate).
-pub(crate) fn event_cpu_s(h: &HostData, instance: usize, e: &Event) -> f64 {
-    match e {
-        Event::ProcessExit(x) => h.ticks_s(instance, x.cpu_ticks),
-        _ => 0.0,
-    }
-}
-
-/// One line of hover text for an event; `cpu_s` turns its instance's ticks into seconds.
-pub fn describe(time_ms: u64, e: &Event, cpu_s: f64) -> String {
-    let at = when(time_ms);
-    match e {
-        Event::ProcessStart(p) => format!(
-            "{at} started {} (pid {}): {}",
-            p.comm.as_str(),
-            p.pid,
-            p.cmdline.as_str()
-        ),
-        Event::ProcessExit(x) => exit_line(&at, x, None, cpu_s),
-        Event::ProcessEnd(x) => exit_line(&at, &x.exit, Some(&x.status), cpu_s),
-        Event::LinkChange(l) => format!(
-            "{at} link {} {} {} Mb/s{} mtu {}",
-            l.nic.as_str(),
-            if l.up { "up" } else { "down" },
-            l.speed_mbit,
-            match l.full_duplex {
-                Some(true) => " full duplex",
-                Some(false) => " half duplex",
-                None => "",
-            },
-            l.mtu
-        ),
-        Event::AgentStart(a) => format!(
-            "{at} agent started (version {}, interval {} ms)",
-            a.agent_version.as_str(),
-            a.interval_ms
-        ),
-        Event::DeviceAdded(d) => match d {
-            nasprobe_proto::DeviceAdded::Disk(n) => format!("{at} disk {} added", n.as_str()),
-            nasprobe_proto::DeviceAdded::Nic(n) => format!("{at} NIC {} added", n.as_str()),
-        },
-        Event::KernelMessage(m) => format!("{at} kernel: {}", m.text.as_str()),
-        Event::Connections(c) => format!("{at} TCP connections of {} processes", c.procs.len()),
-        Event::OpenFiles(o) => format!("{at} open files of {} processes", o.procs.len()),
-        Event::ExitWatch(w) => format!(
-            "{at} agent finds exits by {}{}",
-            match w.source {
-                nasprobe_proto::ExitSeen::Kernel => "the kernel's process connector",
-                nasprobe_proto::ExitSeen::Scan => "scanning /proc (no exit status)",
-            },
-            if w.dropped > 0 {
-                format!(", {} connector overruns", w.dropped)
-            } else {
-                String::new()
-            }
-        ),
-    }
-}
-
-fn exit_line(
-    at: &str,
-    x: &nasprobe_proto::ProcessExit,
-    st: Option<&nasprobe_proto::ExitStatus>,
-    cpu_s: f64,
-) -> String {
-    format!(
-        "{at} {} (pid {}) {}, {:.0} s of CPU: {}",
-        x.process.comm.as_str(),
-        x.process.pid,
-        crate::exits::end_text(st, x.lifetime_ms),
-        cpu_s,
-        x.process.cmdline.as_str()
-    )
-}
-
-/// Groups a host's events into markers: never drops one, merges those that share a pixel.
-/// `long`: the window is summarised (`Options::step_ms`), a marker's text gives one line per
-/// group of alike events in its pixels ([`crate::report::host_groups`]) with the count, so a
-/// crash loop's thousand exits cost a line, not a thousand.
-pub(crate) fn markers(data: &HostData, ax: &TimeAxis, long: bool) -> Vec<Marker> {
-    // Within a column the strongest kind gives the marker its colour.
-    let rank = |c: &str| match c {
-        "ev-exit" => 0,
-        "ev-link" => 1,
-        "ev-agent" => 2,
-        "ev-dev" => 3,
-        _ => 4,
-    };
-    let mut groups: BTreeMap<i64, Marker> = BTreeMap::new();
-    let mut alike: BTreeMap<(i64, crate::report::GroupKey), Alike> = BTreeMap::new();
-    for e in data.events.iter().filter(|e| !e.is_measurement()) {
-        let ev = e.event();
-        let class = event_class(&ev);
-        let width = if long { LONG_MARKER_PX } else { 3.0 } * ax.px;
-        let col = (ax.x(e.time_ms as f64) / width).round() as i64;
-        let m = groups.entry(col).or_insert_with(|| Marker {
-            t: e.time_ms as f64,
-            class,
-            texts: Vec::new(),
-            n: 0,
-        });
-        if rank(class) < rank(m.class) {
-            m.class = class;
-            m.t = e.time_ms as f64;
-        }
-        m.n += 1;
-        let text = || describe(e.time_ms, &ev, event_cpu_s(data, e.instance, &ev));
-        if !long {
-            m.texts.push(text());
-            continue;
-        }
-        alike
-            .entry((col, crate::report::group_key(&ev)))
-            .and_modify(|a| {
-                a.n += 1;
-                a.last_ms = e.time_ms;
-            })
-            .or_insert_with(|| Alike {
-                n: 1,
-                first: text(),
-                last_ms: e.time_ms,
-            });
-    }
-    for ((col, _), a) in alike {
-        let Some(m) = groups.get_mut(&col) else {
-            continue;
-        };
-        m.texts.push(if a.n == 1 {
-            a.first
-        } else {
-            format!(
-                "{} alike events up to {}; the first: {}",
-                a.n,
-                when(a.last_ms),
-                a.first
-            )
-        });
-    }
-    groups.into_values().collect()
-}
-
-fn open(o: &mut String, c: &HostCtx, resource: &str, h: f64, timed: bool, label: &str) {
-    let _ = write!(
-        o,
-        r#"<svg class="chart" data-host="{}" data-resource="{resource}" viewBox="0 0 {W} {}" role="img" aria-label="{}""#,
-        esc(&c.s.name),
-        n1(h),
-        esc(label)
-    );
-    if timed {
-        let _ = write!(
-            o,
-            r#" data-t0="{}" data-t1="{}" data-x0="{X0}" data-x1="{X1}""#,
-            c.ax.t0 as u64, c.ax.t1 as u64
-        );
-    }
-    o.push('>');
-}
-
-/// Vertical grid at the time ticks and their labels under `bottom`.
-fn time_grid(o: &mut String, ax: &TimeAxis, top: f64, bottom: f64) {
-    o.push_str(r#"<g class="grid">"#);
-    for (t, _) in time_ticks(ax) {
-        let x = n1(ax.x(t));
-        let _ = write!(
-            o,
-            r#"<line x1="{x}" y1="{}" x2="{x}" y2="{}"/>"#,
-            n1(top),
-            n1(bottom)
-        );
-    }
-    let _ = write!(
-        o,
-        r#"<line class="base" x1="{X0}" y1="{b}" x2="{X1}" y2="{b}"/>"#,
-        b = n1(bottom)
-    );
-    o.push_str("</g>");
-    o.push_str(r#"<g class="tlabels">"#);
-    for (t, label) in time_ticks(ax) {
-        let _ = write!(
-            o,
-            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-            n1(ax.x(t)),
-            n1(bottom + 12.0),
-            esc(&label)
-        );
-    }
-    o.push_str("</g>");
-}
-
-/// Horizontal grid lines with labels on the left (or right when `right`).
-fn y_grid(
-    o: &mut String,
-    top: f64,
-    bottom: f64,
-    ymax: f64,
-    step: f64,
-    right: bool,
-    fmt: impl Fn(f64) -> String,
-) {
-    let _ = write!(
-        o,
-        r#"<g class="{}">"#,
-        if right { "ylabels r" } else { "grid" }
-    );
-    let mut v = 0.0;
-    while v <= ymax * 1.0001 {
-        let y = n1(bottom - v / ymax * (bottom - top));
-        if right {
-            let _ = write!(
-                o,
-                r#"<text x="{}" y="{y}" dy="3">{}</text>"#,
-                X1 + 4.0,
-                esc(&fmt(v))
-            );
-        } else {
-            if v > 0.0 {
-                let _ = write!(o, r#"<line x1="{X0}" y1="{y}" x2="{X1}" y2="{y}"/>"#);
-            }
-            let _ = write!(
-                o,
-                r#"<text x="{}" y="{y}" dy="3" text-anchor="end">{}</text>"#,
-                X0 - 4.0,
-                esc(&fmt(v))
-            );
-        }
-        v += step;
-    }
-    o.push_str("</g>");
-}
-
-/// Gap bands, event markers and the hover cursor over a plot area.
-fn overlays(o: &mut String, c: &HostCtx, top: f64, bottom: f64) {
-    let (t, b) = (n1(top), n1(bottom));
-    for g in &c.data.gaps {
-        let a = c.ax.x(g.from_ms as f64).max(X0);
-        let e = c.ax.x(g.to_ms as f64).min(X1).max(a + 2.0);
-        let _ = write!(
-            o,
-            r#"<rect class="gap" x="{}" y="{t}" width="{}" height="{}"><title>{}</title></rect>"#,
-            n1(a),
-            n1(e - a),
-            n1(bottom - top),
-            esc(&format!(
-                "no data {} .. {} ({}{}): {}",
-                when(g.from_ms),
-                when(g.to_ms),
-                dur((g.to_ms.saturating_sub(g.from_ms)) as f64 / 1000.0),
-                g.samples
-                    .map(|n| format!(", {n} records"))
-                    .unwrap_or_default(),
-                g.reason
-            ))
-        );
-    }
-    // Many markers: short ticks at the top instead of full-height lines over the data.
-    let dense = c.markers.len() > 40;
-    let tick_b = if dense { n1(top + 9.0) } else { b.clone() };
-    for m in &c.markers {
-        let x = c.ax.x(m.t);
-        let xs = n1(x);
-        let glyph = match m.class {
-            "ev-exit" => format!("M{} {}l7 0l-3.5 6z", n1(x - 3.5), n1(top)),
-            "ev-start" if !dense => format!("M{} {}l7 0l-3.5 -6z", n1(x - 3.5), n1(bottom)),
-            "ev-start" => format!("M{} {}l7 0l-3.5 -6z", n1(x - 3.5), n1(top + 6.0)),
-            "ev-link" => format!("M{xs} {}l3.5 3.5l-3.5 3.5l-3.5 -3.5z", n1(top)),
-            "ev-agent" => format!("M{} {}h6v6h-6z", n1(x - 3.0), n1(top)),
-            _ => format!("M{} {}h5v5h-5z", n1(x - 2.5), n1(top)),
-        };
-        let _ = write!(
-            o,
-            r#"<g class="ev {}" data-n="{}"><title>{}</title><line class="hit" x1="{xs}" y1="{t}" x2="{xs}" y2="{b}"/><line x1="{xs}" y1="{t}" x2="{xs}" y2="{tick_b}"/><path d="{glyph}"/></g>"#,
-            m.class,
-            m.n,
-            esc(&m.texts.join("\n"))
-        );
-    }
-    let _ = write!(
-        o,
-        r#"<line class="cursor" x1="{X0}" y1="{t}" x2="{X0}" y2="{b}" visibility="hidden"/>"#
-    );
-}
-
-fn text(o: &mut String, class: &str, x: f64, y: f64, anchor: &str, s: &str) {
-    let _ = write!(
-        o,
-        r#"<text class="{class}" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
-        n1(x),
-        n1(y),
-        esc(s)
-    );
-}
-
-fn path(o: &mut String, class: &str, d: &str) {
-    if !d.is_empty() {
-        let _ = write!(o, r#"<path class="{class}" d="{d}"/>"#);
-    }
-}
-
-fn hline(o: &mut String, class: &str, y: f64) {
-    let _ = write!(
-        o,
-        r#"<line class="{class}" x1="{X0}" y1="{y}" x2="{X1}" y2="{y}"/>"#,
-        y = n1(y)
-    );
-}
-
-fn no_data(o: &mut String, top: f64, bottom: f64, what: &str) {
-    text(
-        o,
-        "muted",
-        (X0 + X1) / 2.0,
-        (top + bottom) / 2.0,
-        "middle",
-        what,
-    );
-}
-
-fn max_bins(bins: &[Bin]) -> f64 {
-    bins.iter().map(|b| b.max).fold(0.0, f64::max)
-}
 
 /// The NIC that carries the transfer: the busiest one that is not loopback (bonds last).
 pub(crate) fn busiest_nic(s: &HostSeries) -> Option<&str> {
@@ -455,7 +82,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
     path(&mut o, "line rx", &line_path(&brx, c.sp.step, &c.ax, y));
     if speed > 0.0 {
         hline(&mut o, "ceil", y(speed));
-        hline(&mut o, "prac", y(speed * verdict::NIC_PRACTICAL));
+        hline(&mut o, "prac", y(speed * verdict::walls::NIC_PRACTICAL));
         text(
             &mut lbls,
             "lbl ceil-t",
@@ -465,7 +92,7 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
             &format!(
                 "link ceiling {:.0} MB/s (TCP payload ≈{:.0})",
                 speed,
-                speed * verdict::NIC_PRACTICAL
+                speed * verdict::walls::NIC_PRACTICAL
             ),
         );
     }
@@ -901,7 +528,7 @@ pub fn memory(c: &HostCtx) -> (String, String) {
         &area_path(&ub, c.sp.step, &c.ax, y, bottom),
     );
     let sb = downsample(&c.sp, &swap, &c.ax);
-    let smax_raw = max_bins(&sb).max(verdict::SWAP_WALL_PAGES_PS / 4.0);
+    let smax_raw = max_bins(&sb).max(verdict::walls::SWAP_WALL_PAGES_PS / 4.0);
     let sstep = nice_step(smax_raw, 2);
     let smax = (smax_raw / sstep).ceil() * sstep;
     let sy = |v: f64| bottom - (v / smax).clamp(0.0, 1.0) * ph;
@@ -909,8 +536,8 @@ pub fn memory(c: &HostCtx) -> (String, String) {
         format!("{v:.0}")
     });
     text(&mut o, "unit", W - 2.0, 7.0, "end", "pages/s");
-    if smax >= verdict::SWAP_WALL_PAGES_PS {
-        hline(&mut o, "prac", sy(verdict::SWAP_WALL_PAGES_PS));
+    if smax >= verdict::walls::SWAP_WALL_PAGES_PS {
+        hline(&mut o, "prac", sy(verdict::walls::SWAP_WALL_PAGES_PS));
     }
     path(
         &mut o,
@@ -928,10 +555,10 @@ pub fn memory(c: &HostCtx) -> (String, String) {
 
 fn threshold(resource: Resource) -> Option<f64> {
     match resource {
-        Resource::CpuThread => Some(verdict::THREAD_WALL),
-        Resource::CpuAll => Some(verdict::CPU_ALL_WALL),
-        Resource::Disk => Some(verdict::DISK_WALL),
-        Resource::Nic => Some(verdict::NIC_WALL),
+        Resource::CpuThread => Some(verdict::walls::THREAD_WALL),
+        Resource::CpuAll => Some(verdict::walls::CPU_ALL_WALL),
+        Resource::Disk => Some(verdict::walls::DISK_WALL),
+        Resource::Nic => Some(verdict::walls::NIC_WALL),
         _ => None,
     }
 }

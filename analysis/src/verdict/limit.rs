@@ -6,15 +6,10 @@
 //! retransmissions). The one place of that rule: `flow.limited_by`, `flow.limit_evidence` and
 //! the `app` / `network` candidates of the verdict come from here.
 
-use std::collections::BTreeMap;
-
-use nasprobe_proto::{Event, SockAddr, TcpConn};
-use serde::Serialize;
-
+use super::connections::{ConnStat, flow_conns};
 use crate::conns::addr_text;
-use crate::input::HostData;
-use crate::stats::median;
-use crate::verdict::{Candidate, Resource, pct, round2};
+pub use crate::vocab::LimitedBy;
+use crate::vocab::{Candidate, Resource, pct, round2};
 
 /// The sender waited on the receiver's window this share of the time or more: the receiver
 /// holds the flow (`tcpi_rwnd_limited` over the time between two samples).
@@ -45,136 +40,6 @@ pub(crate) const NIC_NEAR: f64 = 0.5;
 pub(crate) const APP_RUN_DELAY_MAX: f64 = 0.25;
 /// Segment size for the loss share when only bytes are known (Ethernet MSS).
 const MSS: f64 = 1448.0;
-/// Samples of a connection at least this far apart give rates.
-const MIN_SPAN_MS: u64 = 1_500;
-
-/// `flow.limited_by`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitedBy {
-    Receiver,
-    Sender,
-    Network,
-    #[default]
-    Unknown,
-}
-
-/// One connection of one process on one host over the window: first and last tcp_info,
-/// queue medians.
-#[derive(Debug, Clone)]
-pub(crate) struct ConnStat {
-    pub host: String,
-    pub pid: u32,
-    pub comm: String,
-    pub local: SockAddr,
-    pub remote: SockAddr,
-    pub span_ms: u64,
-    pub sent: Option<u64>,
-    pub received: Option<u64>,
-    pub busy_us: Option<u64>,
-    pub rwnd_us: Option<u64>,
-    pub sndbuf_us: Option<u64>,
-    pub retrans: u32,
-    pub send_queue: f64,
-    pub recv_queue: f64,
-    pub rtt_us: f64,
-    pub cwnd: f64,
-    pub probes: u8,
-}
-
-impl ConnStat {
-    fn frac(&self, us: Option<u64>) -> Option<f64> {
-        (self.span_ms >= MIN_SPAN_MS)
-            .then_some(us)
-            .flatten()
-            .map(|u| (u as f64 / (self.span_ms as f64 * 1000.0)).clamp(0.0, 1.0))
-    }
-
-    fn ends(&self) -> String {
-        format!("{} → {}", addr_text(&self.local), addr_text(&self.remote))
-    }
-
-    fn who(&self) -> String {
-        format!("{}: `{}` (pid {})", self.host, self.comm, self.pid)
-    }
-}
-
-/// The connections of every host in `[from, to]`, one [`ConnStat`] each.
-pub(crate) fn conn_stats(hosts: &[HostData], range: (u64, u64)) -> Vec<ConnStat> {
-    let mut out = Vec::new();
-    for h in hosts {
-        // (pid, local address and port, remote address and port) → comm, times seen.
-        type Key = (u32, Vec<u8>, u16, Vec<u8>, u16);
-        type Seen = (String, Vec<(u64, TcpConn)>);
-        let mut seen: BTreeMap<Key, Seen> = BTreeMap::new();
-        for e in h.events_between(range.0, range.1) {
-            if !e.is_connections() {
-                continue;
-            }
-            let Event::Connections(c) = e.event() else {
-                continue;
-            };
-            for p in c.procs {
-                for c in p.conns {
-                    let k = (
-                        p.pid,
-                        c.local.addr.to_vec(),
-                        c.local.port,
-                        c.remote.addr.to_vec(),
-                        c.remote.port,
-                    );
-                    seen.entry(k)
-                        .or_insert_with(|| (p.comm.to_string(), Vec::new()))
-                        .1
-                        .push((e.time_ms, c));
-                }
-            }
-        }
-        for ((pid, ..), (comm, v)) in seen {
-            let (Some((t0, a)), Some((t1, b))) = (v.first(), v.last()) else {
-                continue;
-            };
-            let (t0, t1) = (*t0, *t1);
-            let d = |f: fn(&nasprobe_proto::TcpConnInfo) -> Option<u64>| {
-                let (x, y) = (f(a.info.as_ref()?)?, f(b.info.as_ref()?)?);
-                Some(y.saturating_sub(x))
-            };
-            let q = |f: fn(&TcpConn) -> u32| {
-                median(&v.iter().map(|(_, c)| f(c) as f64).collect::<Vec<_>>()).unwrap_or(0.0)
-            };
-            let infos: Vec<_> = v.iter().filter_map(|(_, c)| c.info).collect();
-            out.push(ConnStat {
-                host: h.name.clone(),
-                pid,
-                comm,
-                local: b.local.clone(),
-                remote: b.remote.clone(),
-                span_ms: t1.saturating_sub(t0),
-                sent: d(|i| i.bytes_acked),
-                received: d(|i| i.bytes_received),
-                busy_us: d(|i| i.busy_time_us),
-                rwnd_us: d(|i| i.rwnd_limited_us),
-                sndbuf_us: d(|i| i.sndbuf_limited_us),
-                retrans: match (a.info, b.info) {
-                    (Some(x), Some(y)) => y.total_retrans.saturating_sub(x.total_retrans),
-                    _ => v
-                        .iter()
-                        .map(|(_, c)| u32::from(c.retransmits))
-                        .max()
-                        .unwrap_or(0),
-                },
-                send_queue: q(|c| c.send_queue),
-                recv_queue: q(|c| c.recv_queue),
-                rtt_us: median(&infos.iter().map(|i| i.rtt_us as f64).collect::<Vec<_>>())
-                    .unwrap_or(0.0),
-                cwnd: median(&infos.iter().map(|i| i.snd_cwnd as f64).collect::<Vec<_>>())
-                    .unwrap_or(0.0),
-                probes: infos.iter().map(|i| i.probes).max().unwrap_or(0),
-            });
-        }
-    }
-    out
-}
 
 /// Who holds the flow back, with the sentences behind it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -189,41 +54,6 @@ pub(crate) struct Limit {
     pub share: f64,
     /// The sending and receiving hosts of the connection (for the network's sentence).
     pub ends: (Option<String>, Option<String>),
-}
-
-/// Sending and receiving connection of the flow: the one that sent the most bytes and the one
-/// that received the most (the receiver preferably the sender's other end); without byte
-/// counts (the /proc/net/tcp fallback) the fullest queues on the flow's hosts.
-fn flow_conns<'a>(
-    stats: &'a [ConnStat],
-    from: Option<&str>,
-    to: Option<&str>,
-) -> (Option<&'a ConnStat>, Option<&'a ConnStat>) {
-    let by = |f: fn(&ConnStat) -> f64, host: Option<&str>| {
-        stats
-            .iter()
-            .filter(|c| f(c) > 0.0 && host.is_none_or(|h| h == c.host))
-            .max_by(|a, b| f(a).total_cmp(&f(b)))
-    };
-    let snd = by(|c| c.sent.unwrap_or(0) as f64, None)
-        .or_else(|| by(|c| c.send_queue, from))
-        .or_else(|| {
-            stats
-                .iter()
-                .find(|c| from == Some(c.host.as_str()) && c.sent.is_none())
-        });
-    let tied = snd.and_then(|s| {
-        stats
-            .iter()
-            .find(|c| c.host != s.host && c.local == s.remote && c.remote == s.local)
-    });
-    let rcv = tied
-        .or_else(|| by(|c| c.received.unwrap_or(0) as f64, None))
-        .or_else(|| by(|c| c.recv_queue, to));
-    (
-        snd,
-        rcv.filter(|r| snd.is_none_or(|s| !std::ptr::eq(*r, s))),
-    )
 }
 
 fn kib(b: f64) -> String {
@@ -245,46 +75,24 @@ fn ms(us: f64) -> String {
 /// The rule: who limits the flow whose connections are `stats` (see the module doc).
 pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) -> Limit {
     let (snd, rcv) = flow_conns(stats, from, to);
-    let ends = (
-        snd.map(|s| s.host.clone()),
-        rcv.map(|r| r.host.clone())
-            .or_else(|| to.map(str::to_string)),
-    );
-    let app = |c: &ConnStat, by, share, evidence: Vec<String>| Limit {
-        by,
-        evidence,
-        host: Some(c.host.clone()),
-        process: Some(c.comm.clone()),
-        share,
-        ends: ends.clone(),
-    };
-    let other = |by, share, evidence: Vec<String>| Limit {
-        by,
-        evidence,
-        host: None,
-        process: None,
-        share,
-        ends: ends.clone(),
+    let v = Verdicts {
+        ends: (
+            snd.map(|s| s.host.clone()),
+            rcv.map(|r| r.host.clone())
+                .or_else(|| to.map(str::to_string)),
+        ),
     };
     let unread = rcv.filter(|r| r.recv_queue >= RECV_FULL_BYTES);
-    let unread_text = |r: &ConnStat| {
-        format!(
-            "{} left {} unread in its receive queue (median) on {}",
-            r.who(),
-            kib(r.recv_queue),
-            r.ends()
-        )
-    };
     let Some(s) = snd else {
         // Only the receiving end observed: its queue says whether it reads.
         return match unread {
-            Some(r) => app(
+            Some(r) => v.app(
                 r,
                 LimitedBy::Receiver,
                 1.0,
                 vec![format!("{} — it does not read as fast as the data comes", unread_text(r))],
             ),
-            None => other(
+            None => v.other(
                 LimitedBy::Unknown,
                 0.0,
                 vec!["the sending end of the flow's connection was not observed, and the receiver read what came".into()],
@@ -305,8 +113,81 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
             .map(|_| format!(" ({:.2}% of the segments delivered)", loss * 100.0))
             .unwrap_or_default()
     );
-    let (busy, rwnd, sndbuf) = (s.frac(s.busy_us), s.frac(s.rwnd_us), s.frac(s.sndbuf_us));
-    if let (Some(busy), Some(rwnd), Some(sndbuf)) = (busy, rwnd, sndbuf) {
+    let j = Judging {
+        v,
+        s,
+        rcv,
+        unread,
+        loss,
+        path,
+    };
+    match (s.frac(s.busy_us), s.frac(s.rwnd_us), s.frac(s.sndbuf_us)) {
+        (Some(busy), Some(rwnd), Some(sndbuf)) => j.by_chronographs(busy, rwnd, sndbuf),
+        _ => j.by_queues(),
+    }
+}
+
+/// The [`Limit`]s of one flow: each carries the flow's sending and receiving hosts.
+struct Verdicts {
+    ends: (Option<String>, Option<String>),
+}
+
+impl Verdicts {
+    /// The application of connection `c` holds the flow.
+    fn app(&self, c: &ConnStat, by: LimitedBy, share: f64, evidence: Vec<String>) -> Limit {
+        Limit {
+            by,
+            evidence,
+            host: Some(c.host.clone()),
+            process: Some(c.comm.clone()),
+            share,
+            ends: self.ends.clone(),
+        }
+    }
+
+    /// Something else (the network, an end not observed, nothing known) holds it.
+    fn other(&self, by: LimitedBy, share: f64, evidence: Vec<String>) -> Limit {
+        Limit {
+            by,
+            evidence,
+            host: None,
+            process: None,
+            share,
+            ends: self.ends.clone(),
+        }
+    }
+}
+
+/// "`np15recv` (pid 90) left 2.0 MiB unread in its receive queue (median) on a → b".
+fn unread_text(r: &ConnStat) -> String {
+    format!(
+        "{} left {} unread in its receive queue (median) on {}",
+        r.who(),
+        kib(r.recv_queue),
+        r.ends()
+    )
+}
+
+/// The flow's connections as [`judge`] weighs them once the sending one is known.
+struct Judging<'a> {
+    v: Verdicts,
+    /// The sending connection.
+    s: &'a ConnStat,
+    /// The receiving one, when observed.
+    rcv: Option<&'a ConnStat>,
+    /// The receiving one when its receive queue is full.
+    unread: Option<&'a ConnStat>,
+    /// Retransmitted segments over those delivered.
+    loss: f64,
+    /// The path's sentence: round trip, congestion window, retransmissions.
+    path: String,
+}
+
+impl Judging<'_> {
+    /// With the kernel's chronographs (4.10+): the shares of the time the sender had data to
+    /// send (`busy`), waited on the receiver's window (`rwnd`) and on its own send buffer.
+    fn by_chronographs(&self, busy: f64, rwnd: f64, sndbuf: f64) -> Limit {
+        let (s, rcv, unread, loss, path) = (self.s, self.rcv, self.unread, self.loss, &self.path);
         let chrono = format!(
             "{}'s connection {} had data to send {} of the time, waited on the receiver's window {} and on its own send buffer {} (tcp_info busy / rwnd_limited / sndbuf_limited over {:.0} s); {path}",
             s.who(),
@@ -327,10 +208,10 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
                 } else {
                     ev.push(format!("{} kept its receive queue near empty ({}) but its window small: its receive buffer (SO_RCVBUF) limits the flow", r.who(), kib(r.recv_queue)));
                 }
-                return app(r, LimitedBy::Receiver, rwnd, ev);
+                return self.v.app(r, LimitedBy::Receiver, rwnd, ev);
             }
             if s.rtt_us >= LONG_RTT_US {
-                return other(
+                return self.v.other(
                     LimitedBy::Network,
                     rwnd,
                     vec![
@@ -342,7 +223,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
                     ],
                 );
             }
-            return other(
+            return self.v.other(
                 LimitedBy::Receiver,
                 rwnd,
                 vec![
@@ -355,7 +236,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
             );
         }
         if sndbuf >= SNDBUF_LIMITED {
-            return app(
+            return self.v.app(
                 s,
                 LimitedBy::Sender,
                 sndbuf,
@@ -368,7 +249,7 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
             );
         }
         if busy < APP_IDLE_BUSY {
-            return app(
+            return self.v.app(
                 s,
                 LimitedBy::Sender,
                 1.0 - busy,
@@ -389,66 +270,71 @@ pub(crate) fn judge(stats: &[ConnStat], from: Option<&str>, to: Option<&str>) ->
         } else {
             "the path: the sender kept data queued, neither application nor window held it"
         };
-        return other(
+        self.v.other(
             LimitedBy::Network,
             busy,
             vec![chrono, format!("limited by {why}")],
-        );
+        )
     }
-    // Without the kernel's chronographs (before 4.10, or the /proc/net/tcp fallback): queues,
-    // zero-window probes and retransmissions.
-    let basis = format!(
-        "{}'s connection {}: send queue {} (median){}; {path} (the kernel gives no busy / rwnd_limited times here: judged by the queues)",
-        s.who(),
-        s.ends(),
-        kib(s.send_queue),
-        if s.probes > 0 {
-            format!(", {} window probes", s.probes)
-        } else {
-            String::new()
+
+    /// Without them: the send and receive queues, zero-window probes and retransmissions.
+    fn by_queues(&self) -> Limit {
+        let (s, rcv, unread, loss, path) = (self.s, self.rcv, self.unread, self.loss, &self.path);
+        // Without the kernel's chronographs (before 4.10, or the /proc/net/tcp fallback): queues,
+        // zero-window probes and retransmissions.
+        let basis = format!(
+            "{}'s connection {}: send queue {} (median){}; {path} (the kernel gives no busy / rwnd_limited times here: judged by the queues)",
+            s.who(),
+            s.ends(),
+            kib(s.send_queue),
+            if s.probes > 0 {
+                format!(", {} window probes", s.probes)
+            } else {
+                String::new()
+            }
+        );
+        if let Some(r) = unread {
+            return self.v.app(
+                r,
+                LimitedBy::Receiver,
+                1.0,
+                vec![
+                    basis,
+                    format!(
+                        "{} — the receiving application does not read as fast as the data comes",
+                        unread_text(r)
+                    ),
+                ],
+            );
         }
-    );
-    if let Some(r) = unread {
-        return app(
-            r,
-            LimitedBy::Receiver,
-            1.0,
-            vec![
-                basis,
-                format!(
-                    "{} — the receiving application does not read as fast as the data comes",
-                    unread_text(r)
-                ),
-            ],
-        );
+        if s.send_queue >= SEND_EMPTY_BYTES && s.probes > 0 && rcv.is_none() {
+            return self.v.other(
+                LimitedBy::Receiver,
+                1.0,
+                vec![
+                    basis,
+                    "the sender probed a closed window: the receiving end (not observed) does not read"
+                        .into(),
+                ],
+            );
+        }
+        if s.send_queue < SEND_EMPTY_BYTES && loss < LOSS_SHARE {
+            return self.v.app(
+                s,
+                LimitedBy::Sender,
+                1.0,
+                vec![basis, "its send queue stayed empty: the sending application wrote slower than the path carries".into()],
+            );
+        }
+        if s.send_queue >= SEND_EMPTY_BYTES && (loss >= LOSS_SHARE || s.rtt_us >= LONG_RTT_US) {
+            return self.v.other(
+                LimitedBy::Network,
+                1.0,
+                vec![basis, "data waited in the send queue while the receiver read what came: the path (loss or a long round trip) holds it".into()],
+            );
+        }
+        self.v.other(LimitedBy::Unknown, 0.0, vec![basis])
     }
-    if s.send_queue >= SEND_EMPTY_BYTES && s.probes > 0 && rcv.is_none() {
-        return other(
-            LimitedBy::Receiver,
-            1.0,
-            vec![
-                basis,
-                "the sender probed a closed window: the receiving end (not observed) does not read"
-                    .into(),
-            ],
-        );
-    }
-    if s.send_queue < SEND_EMPTY_BYTES && loss < LOSS_SHARE {
-        return app(
-            s,
-            LimitedBy::Sender,
-            1.0,
-            vec![basis, "its send queue stayed empty: the sending application wrote slower than the path carries".into()],
-        );
-    }
-    if s.send_queue >= SEND_EMPTY_BYTES && (loss >= LOSS_SHARE || s.rtt_us >= LONG_RTT_US) {
-        return other(
-            LimitedBy::Network,
-            1.0,
-            vec![basis, "data waited in the send queue while the receiver read what came: the path (loss or a long round trip) holds it".into()],
-        );
-    }
-    other(LimitedBy::Unknown, 0.0, vec![basis])
 }
 
 /// The `app` or `network` candidate of `limit`, a wall only when the rest agrees: the
@@ -542,8 +428,8 @@ pub(crate) fn candidate(
 /// `np15recv` on dst holds the flow back: it does not read as fast as the data comes"); None for
 /// the other resources. The text report, the live verdict and the HTML headline say it so.
 pub(crate) fn verdict_words(
-    b: &crate::verdict::Bottleneck,
-    flow: Option<&crate::verdict::Flow>,
+    b: &crate::report::Bottleneck,
+    flow: Option<&crate::vocab::Flow>,
 ) -> Option<String> {
     let host = b.host.as_deref().unwrap_or("?");
     match b.resource {
@@ -574,7 +460,10 @@ pub(crate) fn verdict_words(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::HostData;
+    use crate::verdict::connections::conn_stats;
     use crate::verdict::decide;
+    use nasprobe_proto::{Event, SockAddr, TcpConn};
 
     fn sa(ip: [u8; 4], port: u16) -> SockAddr {
         SockAddr {

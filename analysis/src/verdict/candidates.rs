@@ -1,0 +1,342 @@
+//! The candidate walls of one host over the transfer's active period: its hottest thread, all
+//! its cores, its busiest disk and NIC, and memory, each with its utilization and sentence.
+
+use super::flow::is_virtual_nic;
+use super::walls::*;
+use crate::series::{HostSeries, NicSeries};
+use crate::stats::{max, mean, median, percentile, pick};
+use crate::vocab::{Candidate, MB, Resource, pct, round2};
+
+/// Util fraction of a NIC over the active points (NaN when the speed is unknown).
+pub(crate) fn nic_util(n: &NicSeries, idx: &[usize]) -> f64 {
+    median(&pick(&n.util(), idx)).unwrap_or(f64::NAN)
+}
+
+/// "; busiest: pigz 3.9 cores (9 threads), smbd 0.1" — the processes using the most CPU.
+fn busiest_processes(s: &HostSeries, idx: &[usize]) -> String {
+    let mut v: Vec<(&String, f64, u16)> = s
+        .procs
+        .iter()
+        .map(|(n, p)| (n, mean(&pick(&p.cores, idx)).unwrap_or(0.0), p.threads))
+        .filter(|p| p.1 >= 0.05)
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if v.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = v
+        .iter()
+        .take(3)
+        .map(|(n, c, t)| {
+            if *t > 1 {
+                format!("{n} {c:.1} cores ({t} threads)")
+            } else {
+                format!("{n} {c:.1} cores")
+            }
+        })
+        .collect();
+    format!("; busiest: {}", list.join(", "))
+}
+
+/// All candidates of one host over the active points: its hottest thread, all cores, its
+/// busiest disk and NIC, and memory.
+pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
+    let busy = median(&pick(&s.cpu_busy, idx)).unwrap_or(0.0);
+    let mut out = Vec::new();
+    out.extend(thread_candidate(s, idx, busy));
+    out.push(cpu_all_candidate(s, idx, busy));
+    out.extend(disk_candidate(s, idx));
+    out.extend(nic_candidate(s, idx));
+    out.push(memory_candidate(s, idx));
+    out
+}
+
+/// The hottest thread against one core (`busy`: all cores together, for the sentence).
+fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidate> {
+    let h = &s.name;
+    let cores = s.cpu_count.max(1);
+    let hottest = s
+        .threads
+        .iter()
+        .map(|(k, t)| (k, t, median(&pick(&t.frac, idx)).unwrap_or(0.0)))
+        .max_by(|a, b| a.2.total_cmp(&b.2));
+    let (k, t, frac) = hottest?;
+    let frac = frac.min(1.0);
+    let peak = max(&pick(&t.frac, idx)).unwrap_or(frac).min(1.0);
+    let proc_cores = s
+        .procs
+        .get(&k.process)
+        .and_then(|p| median(&pick(&p.cores, idx)))
+        .unwrap_or(frac);
+    let thread_desc = if k.thread == k.process {
+        format!("one thread of `{}`", k.process)
+    } else {
+        format!("thread `{}` of `{}`", k.thread, k.process)
+    };
+    // One core, full, mostly this thread's: the thread has all the rest leaves it.
+    let one_core_full = cores == 1 && busy >= CPU_ALL_WALL && frac >= ONE_CORE_THREAD_SHARE;
+    let score = if one_core_full {
+        (frac / (frac + (1.0 - busy).max(0.0))).min(1.0)
+    } else {
+        frac
+    };
+    Some(Candidate {
+        host: h.clone(),
+        resource: Resource::CpuThread,
+        device: None,
+        process: Some(k.process.clone()),
+        thread: (k.thread != k.process).then(|| k.thread.clone()),
+        utilization: round2(frac),
+        score,
+        wall: score >= THREAD_WALL,
+        lone: proc_cores < LONE_THREAD_CORES,
+        sentence: format!(
+            "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while {}",
+            if t.last_tid != 0 && t.last_tid != t.last_pid {
+                format!("pid {}, tid {}", t.last_pid, t.last_tid)
+            } else {
+                format!("pid {}", t.last_pid)
+            },
+            pct(frac),
+            pct(peak),
+            if one_core_full {
+                format!(
+                    "the host's one core was {} busy: the thread had all of it that the rest left",
+                    pct(busy)
+                )
+            } else {
+                format!("all {cores} cores together were {} busy", pct(busy))
+            }
+        ),
+    })
+}
+
+/// All cores together.
+fn cpu_all_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Candidate {
+    let h = &s.name;
+    let cores = s.cpu_count.max(1);
+    let per_core: Vec<f64> = (0..cores)
+        .map(|c| {
+            let v: Vec<f64> = idx
+                .iter()
+                .filter_map(|&i| s.core_busy.get(i).and_then(|r| r.get(c)).copied())
+                .collect();
+            median(&v).unwrap_or(0.0)
+        })
+        .collect();
+    let core_max = max(&per_core).unwrap_or(0.0);
+    let core_min = per_core.iter().copied().fold(f64::INFINITY, f64::min);
+    Candidate {
+        host: h.clone(),
+        resource: Resource::CpuAll,
+        device: None,
+        process: None,
+        thread: None,
+        utilization: round2(busy),
+        score: busy,
+        wall: busy >= CPU_ALL_WALL,
+        lone: false,
+        sentence: format!(
+            "{h}: {cores} cores {} busy together (per core {}-{}), run queue {:.1}{}",
+            pct(busy),
+            pct(if core_min.is_finite() { core_min } else { 0.0 }),
+            pct(core_max),
+            median(&pick(&s.run_queue, idx)).unwrap_or(0.0),
+            busiest_processes(s, idx)
+        ),
+    }
+}
+
+/// The busiest disk. md arrays are judged by their members, so only real disks compete.
+fn disk_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
+    let h = &s.name;
+    let mut disk_best: Option<(String, f64, f64, f64)> = None;
+    let mut utils = Vec::new();
+    for (name, d) in &s.disks {
+        if d.is_md {
+            continue;
+        }
+        let util = median(&pick(&d.util, idx)).unwrap_or(0.0);
+        let aw = median(&pick(&d.await_ms, idx)).unwrap_or(0.0);
+        let q = median(&pick(&d.queue, idx)).unwrap_or(0.0);
+        let io = mean(&pick(&d.read_bps, idx)).unwrap_or(0.0)
+            + mean(&pick(&d.write_bps, idx)).unwrap_or(0.0);
+        if io > 0.0 || util > 0.0 {
+            utils.push(util);
+        }
+        if disk_best.as_ref().is_none_or(|b| util > b.1) {
+            disk_best = Some((name.clone(), util, aw, q));
+        }
+    }
+    let (name, util, aw, q) = disk_best?;
+    let lo = utils.iter().copied().fold(f64::INFINITY, f64::min);
+    let md_of = s
+        .disks
+        .iter()
+        .filter(|(_, d)| d.is_md)
+        .map(|(n, _)| n.clone())
+        .collect::<Vec<_>>();
+    let md_note = if md_of.is_empty() {
+        String::new()
+    } else {
+        format!(" (md arrays {} judged by their members)", md_of.join(", "))
+    };
+    let range = if utils.len() > 1 && lo.is_finite() {
+        format!("{}-{}", pct(lo), pct(util))
+    } else {
+        pct(util)
+    };
+    Some(Candidate {
+        host: h.clone(),
+        resource: Resource::Disk,
+        device: Some(name.clone()),
+        process: None,
+        thread: None,
+        utilization: round2(util),
+        score: util,
+        wall: util >= DISK_WALL,
+        lone: false,
+        sentence: format!(
+            "{h}: disks at {range} util{md_note}; busiest {name} at {}, await {:.1} ms, queue {:.1}",
+            pct(util),
+            aw,
+            q
+        ),
+    })
+}
+
+/// The busiest physical NIC against its link.
+fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
+    let h = &s.name;
+    let mut nic_best: Option<(String, f64, f64, f64)> = None;
+    for (name, n) in &s.nics {
+        if is_virtual_nic(name) || n.is_bond {
+            continue;
+        }
+        let util = nic_util(n, idx);
+        let rate = median(&pick(&n.rx_bps, idx))
+            .unwrap_or(0.0)
+            .max(median(&pick(&n.tx_bps, idx)).unwrap_or(0.0));
+        let speed = median(&pick(&n.speed_bps, idx)).unwrap_or(0.0);
+        let key = if util.is_finite() {
+            util
+        } else {
+            -1.0 + rate / 1e12
+        };
+        if nic_best.as_ref().is_none_or(|b| key > b.1) {
+            nic_best = Some((name.clone(), key, rate, speed));
+        }
+    }
+    let (name, util, rate, speed) = nic_best?;
+    let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
+    let util = util.max(0.0);
+    let over_link = util > NIC_OVER_LINK;
+    let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
+    let speed_txt = if speed > 0.0 {
+        // One decimal on slow links: 11.5 of 12.5 MB/s, not "11 of 12".
+        let d = usize::from(speed < 100.0 * MB);
+        format!(
+            "{:.d$} MB/s of {:.d$} ({:.d$} practical; link {} Mb/s)",
+            rate / MB,
+            speed / MB,
+            speed * NIC_PRACTICAL / MB,
+            (speed * 8.0 / 1e6).round()
+        )
+    } else {
+        format!("{:.0} MB/s (link speed unknown)", rate / MB)
+    };
+    Some(Candidate {
+        host: h.clone(),
+        resource: Resource::Nic,
+        device: Some(name.clone()),
+        process: None,
+        thread: None,
+        utilization: round2(util),
+        score: if over_link { 0.0 } else { util / NIC_PRACTICAL },
+        wall: !over_link && (util >= NIC_WALL || (slow_link && util >= NIC_SLOW_LINK_WALL)),
+        lone: false,
+        sentence: format!(
+            "{h}: {name} at {speed_txt}, {} of the link{}",
+            pct(util),
+            if over_link {
+                format!(
+                    " — more than the link can carry: its stated speed ({} Mb/s{}) is not \
+                     its ceiling (a virtual link), so it is not the wall",
+                    (speed * 8.0 / 1e6).round(),
+                    if configured {
+                        ", set by --link-speed"
+                    } else {
+                        ""
+                    }
+                )
+            } else if slow_link && configured {
+                format!(
+                    " — a {} Mb/s link (speed set by --link-speed)",
+                    (speed * 8.0 / 1e6).round()
+                )
+            } else if slow_link {
+                format!(
+                    " — negotiated at {} Mb/s, below gigabit: check the cable, the switch port and autonegotiation",
+                    (speed * 8.0 / 1e6).round()
+                )
+            } else {
+                String::new()
+            }
+        ),
+    })
+}
+
+/// Memory: swapping or reclaim stalls that stall the work.
+fn memory_candidate(s: &HostSeries, idx: &[usize]) -> Candidate {
+    let h = &s.name;
+    let swap_ps = median(&pick(&s.mem.swap_in_ps, idx)).unwrap_or(0.0)
+        + median(&pick(&s.mem.swap_out_ps, idx)).unwrap_or(0.0);
+    let stalls = median(&pick(&s.mem.alloc_stalls_ps, idx)).unwrap_or(0.0);
+    let majflt = median(&pick(&s.mem.major_faults_ps, idx)).unwrap_or(0.0);
+    let total = median(&pick(&s.mem.total_kib, idx)).unwrap_or(0.0);
+    let avail = percentile(&pick(&s.mem.available_kib, idx), 0.1).unwrap_or(total);
+    let used_frac = if total > 0.0 {
+        (1.0 - avail / total).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let swapping = swap_ps >= SWAP_WALL_PAGES_PS || (stalls > 0.0 && swap_ps > 0.0);
+    let storm = swap_ps >= SWAP_STORM_PAGES_PS || (stalls >= STORM_STALLS_PS && swap_ps > 0.0);
+    Candidate {
+        host: h.clone(),
+        resource: Resource::Memory,
+        device: None,
+        process: None,
+        thread: None,
+        utilization: round2(if swapping {
+            used_frac.max(0.9)
+        } else {
+            used_frac
+        }),
+        // A storm beats every other wall; light swapping ranks just above the thresholds of
+        // the others, so a thread or disk clearly at its ceiling is still named first.
+        score: if storm {
+            MEMORY_STORM_SCORE
+        } else if swapping {
+            0.86 + 0.08 * (swap_ps / SWAP_STORM_PAGES_PS).min(1.0)
+        } else {
+            0.0
+        },
+        wall: swapping,
+        lone: false,
+        sentence: format!(
+            "{h}: memory {} used ({:.0} MiB available{}), swapping {:.0} pages/s ({:.1} MB/s), {:.0} major faults/s, {:.0} allocation stalls/s",
+            pct(used_frac),
+            avail / 1024.0,
+            if s.mem.available_estimated {
+                ", estimated: kernel lacks MemAvailable"
+            } else {
+                ""
+            },
+            swap_ps,
+            swap_ps * s.page_size.max(1) as f64 / MB,
+            majflt,
+            stalls
+        ),
+    }
+}
