@@ -92,7 +92,7 @@ pub(crate) const MIN_INTERVAL_MS: u32 = 100;
 /// compressed soak runs the agent at 100 Hz); never set it on a NAS.
 pub(crate) const MIN_INTERVAL_MS_TESTING: u32 = 10;
 
-/// The smallest `--interval` accepted: [`MIN_INTERVAL_MS`], or [`MIN_INTERVAL_MS_TESTING`] when
+/// The smallest `--interval` accepted: `MIN_INTERVAL_MS`, or `MIN_INTERVAL_MS_TESTING` when
 /// the environment has `NASPROBE_ALLOW_FAST=1` (test-only, not in `--help` on purpose).
 pub fn min_interval_ms() -> u32 {
     if std::env::var_os("NASPROBE_ALLOW_FAST").is_some_and(|v| v == "1") {
@@ -540,7 +540,7 @@ pub(crate) const FLAGS: &[Flag] = &[
     },
 ];
 
-/// `--help`: [`USAGE_HEAD`], then every listed flag of [`FLAGS`].
+/// `--help`: `USAGE_HEAD`, then every listed flag of `FLAGS`.
 pub fn usage() -> String {
     let mut out = String::from(USAGE_HEAD);
     for f in FLAGS.iter().filter(|f| !f.help.is_empty()) {

@@ -2,7 +2,7 @@
 //! without blocking from the agent's start on (the history before it is skipped), one record
 //! per read, a bounded number per wake-up. Records the kernel overwrote before the agent read
 //! them (EPIPE) are counted, never fatal. What they mean is [`crate::parse::kmsg`]'s business;
-//! which of them become events, and how many a minute, is [`KernelLog`]'s.
+//! which of them become events, and how many a minute, is `KernelLog`'s.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};

@@ -50,7 +50,7 @@ pub enum Kind<'a> {
     OomKill {
         pid: u32,
     },
-    /// "COMM[PID]: segfault at ..." (user-space crash).
+    /// `COMM[PID]: segfault at ...` (user-space crash).
     Segfault {
         pid: u32,
     },

@@ -90,7 +90,7 @@ pub fn proc_net_tcp(buf: &[u8]) -> impl Iterator<Item = Result<ProcTcp, ParseErr
     })
 }
 
-/// The inode of a `/proc/PID/fd/N` link target "socket:[12345]"; None for other files.
+/// The inode of a `/proc/PID/fd/N` link target `socket:[12345]`; None for other files.
 pub fn socket_inode(link: &[u8]) -> Option<u32> {
     let inner = link.strip_prefix(b"socket:[")?.strip_suffix(b"]")?;
     super::parse_u64(inner).and_then(|v| u32::try_from(v).ok())

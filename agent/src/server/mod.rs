@@ -7,7 +7,7 @@
 //! - Sampling runs on CLOCK_MONOTONIC deadlines (`std::time::Instant`): the next deadline is the
 //!   previous one plus the interval; missed ticks are skipped, never burst. A late wake-up is
 //!   harmless: the measured interval travels with the sample.
-//! - Every sample and event is encoded once into a wire frame and pushed into the [`Ring`]; a
+//! - Every sample and event is encoded once into a wire frame and pushed into the history ring (`crate::ring::Ring`); a
 //!   client is a cursor into the ring plus one small partial-write buffer. A client the ring
 //!   overtakes, or whose socket accepts nothing for `--stall-timeout`, is dropped (it resumes
 //!   later). Nothing a client does grows the agent's memory or delays sampling.

@@ -3,7 +3,7 @@
 //! 4096 printable ASCII characters without spaces (the agent writes 64 hex characters and a
 //! newline). The HMAC key is those bytes, so both sides must read the file the same way.
 //!
-//! With the `std` feature, [`file`] holds the rules of the file itself (create, read, which
+//! With the `std` feature, [`mod@file`] holds the rules of the file itself (create, read, which
 //! files are refused), shared by agent and collector.
 
 use core::fmt;
