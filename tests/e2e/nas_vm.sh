@@ -119,7 +119,7 @@ want_exit() {
     local process=$1 cond=$2 what=$3
     jq -e --arg p "$process" "[.events[] | select(.kind == \"process_exit\" and .process == \$p and ($cond))] | length > 0" \
         "$T/events.json" >/dev/null && return 0
-    jq -c '.events[] | select(.kind == "process_exit") | {process, detail, signal, exit_code, oom_killed}' "$T/events.json"
+    jq -c '.events[] | select(.kind != "process_start") | {kind, process, pid, detail, signal, exit_code, oom_killed}' "$T/events.json"
     fail "no exit of $process $what"
 }
 want_exit sleep '.signal == "SIGKILL" and .oom_killed == false' "by SIGKILL"

@@ -104,7 +104,14 @@ pub(crate) struct KernelLog {
     suppressed: u32,
     /// The pid of the last OOM kill passed on (its two lines make one event).
     last_oom: u32,
+    /// Pids of the OOM kills read since [`KernelLog::take_oom_pids`] last ran (the late marks
+    /// of exits a scan found while their kill's lines were still being written).
+    oom_pids: heapless::Vec<u32, OOM_PIDS>,
 }
+
+/// OOM kills remembered between two samples: one sample's worth is one or two in practice; a
+/// kill beyond this many is still marked in the table, only not on an exit already found.
+const OOM_PIDS: usize = 8;
 
 impl KernelLog {
     /// Opens /dev/kmsg positioned at its end. Err: why not (for the log).
@@ -115,11 +122,17 @@ impl KernelLog {
             sent: 0,
             suppressed: 0,
             last_oom: 0,
+            oom_pids: heapless::Vec::new(),
         })
     }
 
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.kmsg.fd()
+    }
+
+    /// The pids of the OOM kills read since the last call.
+    pub(crate) fn take_oom_pids(&mut self) -> heapless::Vec<u32, OOM_PIDS> {
+        core::mem::take(&mut self.oom_pids)
     }
 
     /// Reads what the kernel log holds (at most `max` records): OOM kills mark the exit of
@@ -129,12 +142,16 @@ impl KernelLog {
     pub(crate) fn drain(&mut self, sampler: &mut Sampler, max: usize, push: &mut dyn FnMut(Event)) {
         let mut found: Vec<Event> = Vec::new();
         let last_oom = &mut self.last_oom;
+        let oom_pids = &mut self.oom_pids;
         self.kmsg.drain(max, &mut |rec| {
             let (pid, nic) = match classify(rec.text, &|w| sampler.is_nic(w)) {
                 Kind::OomKill { pid } => {
                     // The kill comes as two lines on 4.19+ ("oom-kill:…" and "Killed
                     // process"): one event for it.
                     sampler.oom_kill(pid);
+                    if !oom_pids.contains(&pid) {
+                        let _ = oom_pids.push(pid);
+                    }
                     if std::mem::replace(last_oom, pid) == pid {
                         return;
                     }

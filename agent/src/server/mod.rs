@@ -446,6 +446,7 @@ impl Server {
             ring,
             scratch,
             clients,
+            kmsg,
             ..
         } = self;
         let Message::Record(rec) = &mut **sample_msg else {
@@ -455,7 +456,38 @@ impl Server {
             return;
         };
         sample.interval_us = 0;
-        let ok = sampler.sample(sample, &mut |ev| push_event(ring, scratch, clients, ev));
+        // Exits the scan found without the kernel's word wait for one more read of the kernel
+        // log: the agent (nice 19) can be held off the CPU between the tick's read and the scan
+        // while an OOM kill completes, and the kill's lines then come after the scan.
+        if let Some(k) = kmsg.as_mut() {
+            k.take_oom_pids();
+        }
+        let mut unexplained: Vec<Event> = Vec::new();
+        let ok = sampler.sample(sample, &mut |ev| match &ev {
+            Event::ProcessEnd(e) if e.status.seen == ExitSeen::Scan && !e.status.oom_killed => {
+                unexplained.push(ev)
+            }
+            _ => push_event(ring, scratch, clients, ev),
+        });
+        if !unexplained.is_empty() {
+            let ooms = kmsg
+                .as_mut()
+                .map(|k| {
+                    k.drain(sampler, KMSG_RECORDS_PER_TICK, &mut |ev| {
+                        push_event(ring, scratch, clients, ev)
+                    });
+                    k.take_oom_pids()
+                })
+                .unwrap_or_default();
+            for mut ev in unexplained {
+                if let Event::ProcessEnd(e) = &mut ev
+                    && ooms.contains(&e.exit.process.pid)
+                {
+                    e.status.oom_killed = true;
+                }
+                push_event(ring, scratch, clients, ev);
+            }
+        }
         let prev = self.last_sample_at.replace(now);
         if !ok {
             return;
