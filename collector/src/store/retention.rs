@@ -4,7 +4,7 @@ use nasprobe_proto::Event;
 use rusqlite::params;
 
 use super::chunk::{self, Row};
-use super::schema::CLOCK_TABLE;
+use super::write::CLOCK_TABLE;
 use super::{ChunkMeta, Store, StoreError, classify, rollup, tiers};
 
 /// How long each tier of the store is kept (`--retention`): raw samples (with the periodic

@@ -1,5 +1,5 @@
-//! The schema: its migrations (version N is reached by applying the first N), the tables kept
-//! apart from them, and opening a file at a given version.
+//! The schema: its migrations (version N is reached by applying the first N) and opening a file
+//! at a given version. (The clock offsets' table is kept apart from them: see `write`.)
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -92,19 +92,6 @@ const MIGRATIONS: &[&str] = &[
     tiers::TABLE,
 ];
 
-/// Per agent instance, its clock against the collector's as the best handshake measured it
-/// (`analysis::ClockOffset`). Kept apart from [`MIGRATIONS`] (created when first written, read
-/// when present) so that it needs no schema version of its own: a store without it reports the
-/// offsets as unknown.
-pub(super) const CLOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS clock_offsets(
-        instance INTEGER PRIMARY KEY,
-        offset_ms INTEGER NOT NULL,
-        precision_ms INTEGER NOT NULL,
-        measured_ms INTEGER NOT NULL
-     )";
-/// A measurement older than this is replaced by a newer one even when less precise (clocks
-/// drift).
-pub(super) const CLOCK_STALE_MS: i64 = 3_600_000;
 /// The first schema with `sample_chunks`: below it, samples stay raw rows.
 pub(super) const CHUNKS_SINCE: i64 = 4;
 /// The first schema with the rollup tiers: below it, reports merge raw samples while reading.

@@ -8,11 +8,24 @@ use nasprobe_proto::time::now_ms;
 use rusqlite::{CachedStatement, OptionalExtension, params};
 
 use super::chunk::{self, Row};
-use super::schema::{CLOCK_STALE_MS, CLOCK_TABLE};
 use super::{
     REASON_FLOOD, REASON_REJECTED, REASON_RESTART, REASON_RING, Store, StoreError, classify, tiers,
 };
 use crate::model;
+
+/// Per agent instance, its clock against the collector's as the best handshake measured it
+/// (`analysis::ClockOffset`). Kept apart from the migrations of `schema` (created when first
+/// written, read when present) so that it needs no schema version of its own: a store without
+/// it reports the offsets as unknown.
+pub(super) const CLOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS clock_offsets(
+        instance INTEGER PRIMARY KEY,
+        offset_ms INTEGER NOT NULL,
+        precision_ms INTEGER NOT NULL,
+        measured_ms INTEGER NOT NULL
+     )";
+/// A measurement older than this is replaced by a newer one even when less precise (clocks
+/// drift).
+pub(super) const CLOCK_STALE_MS: i64 = 3_600_000;
 
 /// What the store answers when a connection brings an agent's `Hello`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
