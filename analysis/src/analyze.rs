@@ -19,6 +19,8 @@ use crate::vocab::{Candidate, Flow, MB, round2};
 
 pub use crate::input::Detail;
 
+/// What the report is asked for: its window, the size expected, and whether the samples are
+/// rollups.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Window asked for, ms since the epoch (None: what the data spans).
