@@ -150,6 +150,13 @@ grep -qi "auth\|token" "$T/record.log" && grep -qi "fail\|wrong\|refused" "$T/re
 instances=$(sqlite3 "$DB" 'select count(distinct instance) from samples' 2>/dev/null || echo 0)
 say "store: $instances agent instances recorded"
 ((instances >= 2)) || { sqlite3 "$DB" '.tables'; fail "the collector did not resume on the restarted agent"; }
+# Per-connection TCP records (the transfer's processes') from both instances: sock_diag (the
+# first), /proc/net/tcp (the second, without the diag modules).
+per_instance=$(sqlite3 "$DB" "select group_concat(n) from (select count(*) as n from events
+    where kind = 'tcp_connections' group by instance order by instance)")
+say "TCP connection records per agent instance: $per_instance ($(sqlite3 "$DB" "select group_concat(distinct name) from events where kind = 'tcp_connections'"))"
+[[ $per_instance =~ ^[1-9][0-9]*,[1-9][0-9]*$ ]] ||
+    fail "no per-connection TCP records from both instances (sock_diag, then /proc/net/tcp): '$per_instance'"
 
 say "OK in $((SECONDS - START)) s"
 echo "nas_vm: 1 passed, 0 failed"
