@@ -85,6 +85,7 @@ fn hostile_clients_while_a_collector_gets_every_record() {
     big_stack(hostile_body);
 }
 
+#[allow(clippy::too_many_lines)] // a test scenario, told start to end
 fn hostile_body() {
     let t0 = Instant::now();
     let agent = Agent::start(

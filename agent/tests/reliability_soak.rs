@@ -319,6 +319,7 @@ fn stress_cpu_and_memory() {
     big_stack(stress_body);
 }
 
+#[allow(clippy::too_many_lines)] // a test scenario, told start to end
 fn stress_body() {
     let secs = env_u64("NASPROBE_STRESS_SECONDS", 30);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -63,6 +63,7 @@ fn pidstat(
 const HZ: u64 = 100;
 
 /// Writes the whole tree for step `k` (0 = prime, 1, 2).
+#[allow(clippy::too_many_lines)] // a test scenario, told start to end
 fn write_step(t: &Tree, k: u64) {
     // --- /proc/stat: cpu0 +50 user +20 sys +25 idle +5 iowait per step; at step 2 cpu0's
     // iowait steps back (a documented kernel quirk: delta 0, no reset) and cpu1's idle resets.
@@ -282,6 +283,7 @@ fn hz_is_100() -> bool {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // a test scenario, told start to end
 fn full_cycle_exact_deltas() {
     assert!(hz_is_100(), "the tree's start times assume USER_HZ 100");
     let t = Tree::new("cycle");

@@ -14,6 +14,7 @@
 //! - [`series`] (rates from deltas), [`transfers`] (the files a copy is on), [`rates`] (the live
 //!   views' per-sample figures), [`stats`], [`time`], and `vocab`: the words all of them share
 //!   (resources, candidates, the flow, units and formatters).
+#![forbid(unsafe_code)]
 
 pub(crate) mod advice;
 pub mod analyze;

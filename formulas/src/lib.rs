@@ -17,6 +17,7 @@
 //!   can carry `u32::MAX`).
 //!
 //! `no_std` and allocation-free so that the agent can carry it.
+#![forbid(unsafe_code)]
 #![no_std]
 
 use nasprobe_proto::{CpuTicks, DiskSample, MAX_TOP_PROCS, NicSample, ProcSample, Sample, flags};

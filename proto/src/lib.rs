@@ -7,6 +7,7 @@
 //!   MAC follows every frame ([`session`]);
 //! - fields are never reordered and enum variants are only ever added at the end;
 //! - every message has a golden byte vector in the tests: a changed vector is a changed wire.
+#![forbid(unsafe_code)]
 #![no_std]
 
 #[cfg(feature = "std")]

@@ -1239,6 +1239,15 @@ pub fn net_netstat(sim: &HostSim) -> String {
     ]);
     let mut out = String::new();
     header_values(&mut out, "TcpExt", &ext);
+    net_netstat_ipext(sim, &mut out);
+    out
+}
+
+/// The IpExt lines of /proc/net/netstat: the host's bytes in and out over its NICs (bond
+/// members counted once, by their bond).
+fn net_netstat_ipext(sim: &HostSim, out: &mut String) {
+    let t = sim.t;
+    let c = |rate: f64| sim.counter(rate, t, true) as i64;
     let (mut rx, mut tx) = (0.0, 0.0);
     for n in &sim.host.nics {
         if n.slaves.is_empty() {
@@ -1265,8 +1274,7 @@ pub fn net_netstat(sim: &HostSim) -> String {
         ("InECT0Pkts", 0),
         ("InCEPkts", 0),
     ];
-    header_values(&mut out, "IpExt", &ipext);
-    out
+    header_values(out, "IpExt", &ipext);
 }
 
 pub fn cpuinfo(sim: &HostSim) -> String {

@@ -265,6 +265,7 @@ fn proc_info(pid: u32, token: u64) -> ProcessInfo {
 /// The pair over `seconds` at one sample per `step_s`: `btrfs send` on the source dies every
 /// `death_every_s` (±jitter) and resumes `resume_s` later; the destination's agent is away for
 /// the `gaps` (start, length in seconds) and the last one is an agent restart.
+#[allow(clippy::too_many_lines)] // a test scenario, told start to end
 pub fn pair(seconds: u64, step_s: u64, death_every_s: u64, gaps: &[(u64, u64)]) -> Vec<HostData> {
     let resume_s = (step_s * 3).max(6);
     // Deaths of btrfs send on the source.
