@@ -74,7 +74,16 @@ fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidat
         format!("thread `{}` of `{}`", k.thread, k.process)
     };
     // One core, full, mostly this thread's: the thread has all the rest leaves it.
-    let one_core_full = cores == 1 && busy >= CPU_ALL_WALL && frac >= ONE_CORE_THREAD_SHARE;
+    let busiest_other = s
+        .procs
+        .iter()
+        .filter(|(n, _)| **n != k.process)
+        .map(|(_, p)| median(&pick(&p.cores, idx)).unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    let one_core_full = cores == 1
+        && busy >= CPU_ALL_WALL
+        && frac >= ONE_CORE_THREAD_SHARE
+        && frac >= ONE_CORE_THREAD_LEAD * busiest_other;
     let score = if one_core_full {
         (frac / (frac + (1.0 - busy).max(0.0))).min(1.0)
     } else {

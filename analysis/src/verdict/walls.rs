@@ -36,7 +36,11 @@ pub(crate) const TIE_MARGIN: f64 = 0.05;
 /// A pegged thread whose process runs on fewer cores than this is the wall even when every
 /// core is busy (the rest of the load is other work; more cores would not speed the thread).
 pub(crate) const LONE_THREAD_CORES: f64 = 1.5;
-/// On a host with one core, a thread holding at least this much of it while the core is full
-/// is the wall: its ceiling is what the rest (its own pipe's reader, the kernel's network work)
-/// leaves it, not a whole core (the emulated NAS's dropbear at 82% of its one core, 98% busy).
-pub(crate) const ONE_CORE_THREAD_SHARE: f64 = 0.75;
+/// On a host with one core, a thread holding at least this much of it while the core is full,
+/// and [`ONE_CORE_THREAD_LEAD`] times the busiest other process, is the wall: its ceiling is what
+/// the rest (its own pipe's reader, the kernel's network work) leaves it, not a whole core (the
+/// emulated NAS's dropbear at 69-83% of its one core, 98-100% busy, `cat` at 10%).
+pub(crate) const ONE_CORE_THREAD_SHARE: f64 = 0.5;
+/// ... and this many times the busiest other process: a thread that shares the core with other
+/// work of its size (dropbear 60%, par2 38%) is starved by it, and the core is the wall.
+pub(crate) const ONE_CORE_THREAD_LEAD: f64 = 2.0;
