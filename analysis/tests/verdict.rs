@@ -379,14 +379,21 @@ fn one_core_full_mostly_one_thread_names_the_thread() {
 
     // A slower core (more of it to the kernel's network work): 69%, and still the wall.
     let slower = host_data(&one_core("nas"), 60, |_| Load {
-        threads: vec![("dropbear", "dropbear", 219, 0.69), ("cat", "cat", 220, 0.10)],
+        threads: vec![
+            ("dropbear", "dropbear", 219, 0.69),
+            ("cat", "cat", 220, 0.10),
+        ],
         background: 0.21,
         nics: vec![(0, 5.0, 0.1)],
         avail_kib: 190_000,
         ..Default::default()
     });
     let r = json(&[slower]);
-    assert_eq!(r["bottleneck"]["resource"], "cpu_thread", "{:#}", r["bottleneck"]);
+    assert_eq!(
+        r["bottleneck"]["resource"], "cpu_thread",
+        "{:#}",
+        r["bottleneck"]
+    );
 
     let starved = host_data(&one_core("nas"), 60, |_| Load {
         threads: vec![
