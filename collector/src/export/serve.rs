@@ -3,7 +3,7 @@
 //!
 //! A small HTTP/1.1 server on std: one thread accepts; each connection gets a thread (at most
 //! [`MAX_CONNECTIONS`] at once; more are answered 503), a request head of at most
-//! [`MAX_REQUEST`] bytes, read and write timeouts, `Connection: close`.
+//! `MAX_REQUEST` bytes, read and write timeouts, `Connection: close`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

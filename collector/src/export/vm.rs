@@ -7,8 +7,8 @@
 //!   sequence number the engine acknowledged (2xx), and `seq`, the last one it surely holds;
 //! - VictoriaMetrics answers 2xx before the rows reach its disk (they sit in memory for a few
 //!   seconds; a SIGKILL loses them), so an acknowledged batch becomes sure only once the engine
-//!   was seen running, without a restart, [`DURABLE_AFTER`] after the acknowledgement (its
-//!   `vm_app_start_timestamp` and uptime, from `/metrics`, checked every [`EPOCH_CHECK`]);
+//!   was seen running, without a restart, `DURABLE_AFTER` after the acknowledgement (its
+//!   `vm_app_start_timestamp` and uptime, from `/metrics`, checked every `EPOCH_CHECK`);
 //! - when the engine restarted, or at start, or after a failed push (which may have been half
 //!   ingested), the records after the sure cursor are sent again, but first the engine is asked
 //!   (`/api/v1/export` over the batch's time range) which points it already holds, and those are
@@ -217,7 +217,7 @@ impl Pusher {
     }
 
     /// The points the engine holds for `host` between the two times (ms, inclusive), as
-    /// (series key, timestamp ms); see [`series_key`].
+    /// (series key, timestamp ms); see `series_key`.
     pub fn existing(
         &self,
         host: &str,
@@ -770,7 +770,7 @@ pub fn backfill_with(
     Ok((total, start.elapsed().as_secs_f64()))
 }
 
-/// Waits (looking at the engine every [`EPOCH_CHECK`]) until every acknowledged batch is sure,
+/// Waits (looking at the engine every `EPOCH_CHECK`) until every acknowledged batch is sure,
 /// for at most `max`. Returns true when all are sure.
 pub fn wait_sure(
     store: &mut Store,

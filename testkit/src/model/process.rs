@@ -59,7 +59,7 @@ impl Default for Process {
 }
 
 impl Process {
-    /// A process with an idle main thread and cmdline = [comm].
+    /// A process with an idle main thread and cmdline = `[comm]`.
     pub fn new(pid: u32, comm: &str) -> Process {
         Process {
             pid,
