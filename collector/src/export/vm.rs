@@ -86,6 +86,7 @@ impl VmTarget {
 
 /// Why a push did not go through.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PushError {
     #[error("{url}: {source}")]
     Http { url: String, source: ureq::Error },
