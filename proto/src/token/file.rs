@@ -23,7 +23,6 @@ pub const TOKEN_RANDOM_BYTES: usize = 32;
 /// Why a token file cannot be used or made. Every message names the file.
 #[derive(Debug)]
 #[non_exhaustive]
-#[non_exhaustive]
 pub enum TokenFileError {
     /// It cannot be opened or read (missing, no permission...).
     Read(PathBuf, io::Error),
