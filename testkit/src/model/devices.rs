@@ -1,6 +1,6 @@
 //! A host's devices and system state: memory and swap, background CPU, disks and md arrays, NICs, TCP, time windows.
 
-use super::*;
+use serde::{Deserialize, Serialize};
 
 /// Memory, in MiB. Static over the run.
 #[derive(Clone, Debug, Serialize, Deserialize)]

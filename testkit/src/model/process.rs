@@ -1,6 +1,6 @@
 //! A host's processes: threads, restarts and churn of short-lived ones.
 
-use super::*;
+use serde::{Deserialize, Serialize};
 
 /// A process. `threads[0]` is the main thread (tid = pid, comm = the process comm unless given);
 /// with no threads declared the process has one idle main thread.

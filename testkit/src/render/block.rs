@@ -1,6 +1,9 @@
 //! Block devices: /proc/diskstats, /sys/block/*/stat and the sizes, md arrays and /proc/mdstat.
 
-use super::*;
+use super::helpers::*;
+use crate::model::{Disk, Kernel};
+use crate::sim::{HostSim, partition_name, split_partition};
+use std::fmt::Write as _;
 
 /// Per-second rates of one block device, as the kernel counts them.
 #[derive(Clone, Debug, Default)]

@@ -4,68 +4,21 @@
 //! block/genhd.c, net/core/net-procfs.c, net/ipv4/proc.c, net/core/net-sysfs.c) and
 //! Documentation/filesystems/proc.txt, Documentation/iostats.txt.
 
-use crate::model::{Disk, Kernel, Nic};
-use crate::sim::{
-    HZ, HostSim, LiveProc, LiveThread, hash_str, mix, partition_name, split_partition,
-};
+use crate::model::Kernel;
+use crate::sim::{HZ, HostSim, hash_str, mix, split_partition};
 use std::fmt::Write as _;
 
 mod block;
+mod helpers;
 mod net;
 mod pid;
 mod system;
 
 pub use block::*;
+pub use helpers::{SysEntry, kernel_comm};
 pub use net::*;
 pub use pid::*;
 pub use system::*;
-
-/// An entry of the /sys tree (paths relative to the sys root).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SysEntry {
-    File(String, String),
-    Symlink(String, String),
-}
-
-const MB: f64 = 1e6;
-
-// ----- helpers --------------------------------------------------------------------------------
-
-fn kb(mib: f64) -> u64 {
-    (mib.max(0.0) * 1024.0).round() as u64
-}
-
-/// The kernel keeps 15 bytes of a command name (TASK_COMM_LEN 16 with the NUL).
-pub fn kernel_comm(comm: &str) -> String {
-    let mut end = comm.len().min(15);
-    while !comm.is_char_boundary(end) {
-        end -= 1;
-    }
-    comm[..end].to_string()
-}
-
-fn meminfo_line(out: &mut String, name: &str, kb: u64) {
-    let label = format!("{name}:");
-    let _ = writeln!(out, "{label:<16}{kb:>8} kB");
-}
-
-fn meminfo_count(out: &mut String, name: &str, n: u64) {
-    let label = format!("{name}:");
-    let _ = writeln!(out, "{label:<16}{n:>8}");
-}
-
-fn header_values(out: &mut String, prefix: &str, pairs: &[(&str, i64)]) {
-    let _ = write!(out, "{prefix}:");
-    for (k, _) in pairs {
-        let _ = write!(out, " {k}");
-    }
-    out.push('\n');
-    let _ = write!(out, "{prefix}:");
-    for (_, v) in pairs {
-        let _ = write!(out, " {v}");
-    }
-    out.push('\n');
-}
 
 // ----- block devices ----------------------------------------------------------------------------
 

@@ -1,6 +1,9 @@
 //! Network: /proc/net/dev, /sys/class/net, /proc/net/snmp and /proc/net/netstat.
 
-use super::*;
+use super::helpers::*;
+use crate::model::{Kernel, Nic};
+use crate::sim::{HostSim, hash_str, mix};
+use std::fmt::Write as _;
 
 /// The 16 counters of a /proc/net/dev line, in column order.
 pub(crate) type NetCounters = [u64; 16];

@@ -1,6 +1,9 @@
 //! Per-process files: /proc/PID/stat, status, schedstat, cmdline and the thread directories.
 
-use super::*;
+use super::helpers::*;
+use crate::model::Kernel;
+use crate::sim::{HZ, HostSim, LiveProc, LiveThread};
+use std::fmt::Write as _;
 
 fn thread_state(th: &LiveThread, p: &LiveProc, k: Kernel) -> char {
     if p.blkio_pct >= 50.0 {

@@ -1,6 +1,9 @@
 //! System-wide counters: /proc/stat, /proc/meminfo and /proc/vmstat.
 
-use super::*;
+use super::helpers::*;
+use crate::model::Kernel;
+use crate::sim::HostSim;
+use std::fmt::Write as _;
 
 pub fn proc_stat(sim: &HostSim) -> String {
     let mut out = String::new();
