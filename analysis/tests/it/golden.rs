@@ -8,11 +8,10 @@
 //! are set to what the simulation declares). The inputs are thus the same on every run, and a
 //! change in any output is a change in the analysis: a restructuring must leave these files
 //! untouched. A deliberate change of the output rewrites them with `UPDATE_GOLDEN=1 cargo test
-//! -p nasprobe-analysis --test golden` (or `NASPROBE_BLESS=1`, as the other golden tests; then
+//! -p nasprobe-analysis --test it golden::` (or `NASPROBE_BLESS=1`, as the other golden tests; then
 //! review the diff).
 
-#[path = "html_scenario/mod.rs"]
-mod html_scenario;
+use crate::html_scenario;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
