@@ -31,13 +31,7 @@ pub fn loadavg(sim: &HostSim) -> String {
         .sum::<f64>()
         / 100.0
         + sim.host.procs_blocked as f64;
-    let running = sim
-        .procs
-        .values()
-        .flat_map(|p| p.threads.iter())
-        .filter(|th| th.cpu_pct >= 50.0)
-        .count()
-        .max(1);
+    let running = system::running_threads(sim);
     let total = sim.thread_count() + 80;
     format!(
         "{:.2} {:.2} {:.2} {}/{} {}\n",

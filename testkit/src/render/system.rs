@@ -67,13 +67,7 @@ pub fn proc_stat(sim: &HostSim) -> String {
     let _ = writeln!(out, "ctxt {}", sim.ctxt.floor() as u64);
     let _ = writeln!(out, "btime {}", sim.btime);
     let _ = writeln!(out, "processes {}", sim.forks);
-    let running = sim
-        .procs
-        .values()
-        .flat_map(|p| p.threads.iter())
-        .filter(|th| th.cpu_pct >= 50.0)
-        .count()
-        .max(1);
+    let running = running_threads(sim);
     let _ = writeln!(out, "procs_running {running}");
     let _ = writeln!(out, "procs_blocked {}", sim.host.procs_blocked);
     let sirq = [
@@ -319,4 +313,15 @@ pub fn vmstat(sim: &HostSim) -> String {
         let _ = writeln!(out, "{name} {val}");
     }
     out
+}
+
+/// Threads counted as running now (at least half a core busy; the kernel never reports fewer
+/// than the reader itself): /proc/stat's `procs_running` and /proc/loadavg's running field.
+pub(super) fn running_threads(sim: &HostSim) -> usize {
+    sim.procs
+        .values()
+        .flat_map(|p| p.threads.iter())
+        .filter(|th| th.cpu_pct >= 50.0)
+        .count()
+        .max(1)
 }
