@@ -550,9 +550,23 @@ impl Server {
             self.refuse_and_drop(slot, &why);
             return;
         }
+        // A net test's run key: from this session's key for the receiver, unsealed with it
+        // for the sender (nasprobe_proto::test_stream).
+        let session_key = self.clients[slot]
+            .as_ref()
+            .and_then(|c| c.hs.session_key(&self.token));
+        let run_key = match (&req, session_key) {
+            (nasprobe_proto::TestRequest::NetReceiveRun(_), Some(k)) => {
+                Some(nasprobe_proto::test_stream::run_key(&k))
+            }
+            (nasprobe_proto::TestRequest::NetSendRun(n), Some(k)) => {
+                Some(nasprobe_proto::test_stream::seal_run_key(&k, &n.sealed_key))
+            }
+            _ => None,
+        };
         // A receiver binds its test port now, says so, and its thread takes the listener.
         let listener = match &req {
-            nasprobe_proto::TestRequest::NetReceive(_) => {
+            nasprobe_proto::TestRequest::NetReceiveRun(_) => {
                 let addr = SocketAddr::new(self.cfg.listen.ip(), self.cfg.test_port);
                 match std::net::TcpListener::bind(addr) {
                     Ok(l) => Some(l),
@@ -578,7 +592,9 @@ impl Server {
                 return;
             }
         }
-        match crate::selftest::start(req, slot, self.cfg.sys_root.clone(), listener) {
+        let started =
+            crate::selftest::start(req, slot, self.cfg.sys_root.clone(), listener, run_key);
+        match started {
             Ok(t) => {
                 if let Some(c) = self.clients[slot].as_mut() {
                     c.deadline = now + TESTING_DEADLINE;

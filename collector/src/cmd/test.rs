@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use nasprobe_proto::{
-    ADDR_LEN, DiskResult, DiskTest, MAX_NET_RUNS, NetReceive, NetRun, NetSend, PATH_LEN,
+    ADDR_LEN, DiskResult, DiskTest, MAX_NET_RUNS, NetReceiveRun, NetRun, NetSendRun, PATH_LEN,
     TestRequest, TestResult,
 };
 use serde::Serialize;
@@ -208,11 +208,27 @@ pub struct NetRunOut {
 
 fn refused(e: ClientError) -> anyhow::Error {
     match e {
+        // An agent older than the run-bound net test cannot decode its request.
+        ClientError::Refused { host, reason } if reason.starts_with("bad frame") => {
+            anyhow::anyhow!(
+                "{host}: the agent refused the test: {reason} (an agent older than this \
+                 collector: upgrade it to run test net)"
+            )
+        }
         ClientError::Refused { host, reason } => {
             anyhow::anyhow!("{host}: the agent refused the test: {reason}")
         }
         e => e.into(),
     }
+}
+
+/// The receiver's run key, sealed for the sender's session (`nasprobe_proto::test_stream`).
+fn sealed_run_key(rx: &Session, tx: &Session) -> anyhow::Result<[u8; 32]> {
+    let (Some(rk), Some(tk)) = (rx.session_key(), tx.session_key()) else {
+        anyhow::bail!("a session without its key (the agents' proofs were not checked)");
+    };
+    let key = nasprobe_proto::test_stream::run_key(&rk);
+    Ok(nasprobe_proto::test_stream::seal_run_key(&tk, &key))
 }
 
 /// The receiver's address for the sender: its agent's address as this collector reaches it,
@@ -294,17 +310,18 @@ pub fn net(
     );
     let collector = Collector::start(c.open_store()?, targets, Some(c.retention));
     crate::signals::install();
-    let nonce: [u8; 16] = crate::token::random_bytes()[..16]
-        .try_into()
-        .expect("16 bytes");
     let total_s = u16::try_from(u64::from(seconds) * streams.len() as u64).unwrap_or(60);
     let outcome = smol::block_on(async {
         let mut rx = Session::connect(&d_name, &d_addr, &d_tok)
             .await
             .map_err(refused)?;
-        rx.send_test(TestRequest::NetReceive(NetReceive {
+        let mut runs = heapless::Vec::new();
+        for &k in streams {
+            runs.push(k).expect("bounded above");
+        }
+        rx.send_test(TestRequest::NetReceiveRun(NetReceiveRun {
             seconds: total_s,
-            nonce,
+            streams: runs.clone(),
             max_bytes,
         }))
         .await?;
@@ -314,22 +331,21 @@ pub fn net(
             .map_err(refused)?
         {
             TestReply::Ready(r) => r.port,
-            TestReply::Result(r) => anyhow::bail!("{d_name}: no test port: {r:?}"),
+            TestReply::Result(TestResult::Failed(why)) => {
+                anyhow::bail!("{d_name}: no test port: {why}")
+            }
+            TestReply::Result(_) => anyhow::bail!("{d_name}: no test port: a result came first"),
         };
         let to = test_addr(&d_addr, port)?;
         let mut tx = Session::connect(&s_name, &s_addr, &s_tok)
             .await
             .map_err(refused)?;
-        let mut runs = heapless::Vec::new();
-        for &k in streams {
-            runs.push(k).expect("bounded above");
-        }
-        let send = TestRequest::NetSend(NetSend {
+        let send = TestRequest::NetSendRun(NetSendRun {
             to: to.as_str().try_into().expect("checked length"),
             seconds,
             streams: runs,
-            nonce,
             max_bytes,
+            sealed_key: sealed_run_key(&rx, &tx)?,
         });
         let sent = tx.test(send, RESULT_WAIT);
         let got = async {

@@ -1,5 +1,5 @@
-//! The tests an owner lets collectors run with `--allow-tests` (`nasprobe test disk`): each in a
-//! thread of its own, so the poll loop keeps sampling while it runs; bounded in time (60 s),
+//! The tests an owner lets collectors run with `--allow-tests` (`nasprobe test disk`, `nasprobe
+//! test net`, the latter in `net.rs`): each in a thread of its own, so the poll loop keeps sampling while it runs; bounded in time (60 s),
 //! size (25% of the free space), number (one at a time) and frequency (one a minute), and
 //! stopped with its file deleted when the collector goes away.
 
@@ -12,10 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::{
-    DevName, DiskResult, DiskTest, MAX_NET_RUNS, MAX_NET_STREAMS, NetReceive, NetRun, NetSend,
-    Short, TestRequest, TestResult,
-};
+use nasprobe_proto::{DevName, DiskResult, DiskTest, Short, TestRequest, TestResult};
+
+mod net;
 
 /// A test's whole budget: the issue's "at most 60 s".
 pub(crate) const MAX_TEST_TIME: Duration = Duration::from_secs(60);
@@ -93,6 +92,11 @@ fn bounded<const N: usize>(s: &str) -> heapless::String<N> {
     out
 }
 
+/// The refusal of the `test net` requests of older collectors: their stream header was a
+/// nonce of the collector's choice, so a sender could be aimed at any port with it.
+pub(crate) const OLD_NET_TEST: &str = "this collector is too old for test net on this agent \
+     (its streams are not bound to the run): upgrade the collector";
+
 /// Why a request cannot start now (said to the collector as `Refused`), or None.
 pub(crate) fn refusal(
     allowed: bool,
@@ -118,13 +122,15 @@ pub(crate) fn refusal(
     None
 }
 
-/// Starts `req` in its thread for the client in `slot`; a `NetReceive` gets the listener the
-/// server bound on its test port.
+/// Starts `req` in its thread for the client in `slot`; a `NetReceiveRun` gets the listener
+/// the server bound on its test port; both sides of a net test get the run key
+/// ([`nasprobe_proto::test_stream`]).
 pub(crate) fn start(
     req: TestRequest,
     slot: usize,
     sys_root: PathBuf,
     listener: Option<std::net::TcpListener>,
+    run_key: Option<[u8; 32]>,
 ) -> std::io::Result<Running> {
     let (rx, tx) = nix::unistd::pipe()?;
     let cancel = Arc::new(AtomicBool::new(false));
@@ -132,16 +138,16 @@ pub(crate) fn start(
     let (c2, r2) = (cancel.clone(), result.clone());
     let file = match &req {
         TestRequest::Disk(d) => Some(test_file_in(Path::new(d.path.as_str()))),
-        TestRequest::NetReceive(_) | TestRequest::NetSend(_) => None,
+        _ => None,
     };
     let thread = std::thread::Builder::new()
         .name("test".into())
         .spawn(move || {
-            let r = match (req, listener) {
-                (TestRequest::Disk(d), _) => disk(&d, &c2, &sys_root),
-                (TestRequest::NetReceive(n), Some(l)) => net_receive(&n, l, &c2),
-                (TestRequest::NetReceive(_), None) => failed("no test port bound"),
-                (TestRequest::NetSend(n), _) => net_send(&n, &c2),
+            let r = match (req, listener, run_key) {
+                (TestRequest::Disk(d), _, _) => disk(&d, &c2, &sys_root),
+                (TestRequest::NetReceiveRun(n), Some(l), Some(k)) => net::receive(&n, &k, l, &c2),
+                (TestRequest::NetSendRun(n), _, Some(k)) => net::send(&n, &k, &c2),
+                _ => failed("the test has no port or key (an agent bug)"),
             };
             if let Ok(mut slot) = r2.lock() {
                 *slot = Some(r);
@@ -243,30 +249,9 @@ fn disk(t: &DiskTest, cancel: &AtomicBool, sys_root: &Path) -> TestResult {
 pub(crate) fn precheck(req: &TestRequest) -> Result<(), String> {
     match req {
         TestRequest::Disk(t) => disk_precheck(t).map(|_| ()),
-        TestRequest::NetReceive(n) => {
-            if n.seconds == 0 || Duration::from_secs(u64::from(n.seconds)) > MAX_TEST_TIME {
-                return Err(format!("a test lasts 1..{} s", MAX_TEST_TIME.as_secs()));
-            }
-            Ok(())
-        }
-        TestRequest::NetSend(n) => {
-            n.to.as_str()
-                .parse::<std::net::SocketAddr>()
-                .map_err(|_| format!("{:?} is not ADDR:PORT", n.to.as_str()))?;
-            let total = u64::from(n.seconds) * n.streams.len() as u64;
-            if n.streams.is_empty() || n.seconds == 0 || total > MAX_TEST_TIME.as_secs() {
-                return Err(format!(
-                    "runs x seconds must be 1..{} s (asked {} x {} s)",
-                    MAX_TEST_TIME.as_secs(),
-                    n.streams.len(),
-                    n.seconds
-                ));
-            }
-            if n.streams.iter().any(|&k| k == 0 || k > MAX_NET_STREAMS) {
-                return Err(format!("1..{MAX_NET_STREAMS} streams a run"));
-            }
-            Ok(())
-        }
+        TestRequest::NetReceiveRun(n) => net::precheck_receive(n),
+        TestRequest::NetSendRun(n) => net::precheck_send(n),
+        TestRequest::NetReceive(_) | TestRequest::NetSend(_) => Err(OLD_NET_TEST.into()),
     }
 }
 
@@ -405,250 +390,6 @@ fn disk_inner(t: &DiskTest, cancel: &AtomicBool, sys_root: &Path) -> Result<Disk
         started_ms,
         ended_ms: wall_ms(),
     })
-}
-
-/// What a sender writes at a time.
-const NET_CHUNK: usize = 128 << 10;
-/// Socket timeouts of the test streams: how soon a worker notices a cancel or a dead peer.
-const NET_IO_TIMEOUT: Duration = Duration::from_millis(500);
-/// Most streams a receiver takes in one test (all runs).
-const MAX_RECEIVED_STREAMS: usize = MAX_NET_RUNS * MAX_NET_STREAMS as usize;
-/// The receiver ends this long after its last stream closed.
-const RECEIVE_IDLE_END: Duration = Duration::from_secs(2);
-
-/// One run as the receiver counts it.
-#[derive(Debug, Default, Clone, Copy)]
-struct RunCount {
-    streams: u8,
-    bytes: u64,
-    first: Option<(Instant, u64)>,
-    last: Option<(Instant, u64)>,
-}
-
-fn run_out(c: &RunCount) -> NetRun {
-    let (micros, started_ms, ended_ms) = match (c.first, c.last) {
-        (Some((a, am)), Some((b, bm))) => (us(b.saturating_duration_since(a)), am, bm),
-        _ => (0, 0, 0),
-    };
-    NetRun {
-        streams: c.streams,
-        bytes: c.bytes,
-        micros,
-        retransmits: 0,
-        started_ms,
-        ended_ms,
-    }
-}
-
-/// The receiving side: streams open with the nonce and their run's index; what arrives is
-/// counted per run until the sender is done (or the time is up, the cap reached, a cancel).
-fn net_receive(n: &NetReceive, listener: std::net::TcpListener, cancel: &AtomicBool) -> TestResult {
-    let deadline = Instant::now() + Duration::from_secs(u64::from(n.seconds) + 5);
-    let counts = Arc::new(Mutex::new([RunCount::default(); MAX_NET_RUNS]));
-    let total = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    let mut last_active = Instant::now();
-    // Tells the stream threads to stop (a cancel, the time is up).
-    let stop = Arc::new(AtomicBool::new(false));
-    if listener.set_nonblocking(true).is_err() {
-        return failed("cannot poll the test port");
-    }
-    loop {
-        let now = Instant::now();
-        threads.retain(|t| !t.is_finished());
-        if cancel.load(Ordering::SeqCst) || now >= deadline {
-            break;
-        }
-        if !threads.is_empty() {
-            last_active = now;
-        } else if counts.lock().map(|c| c[0].streams > 0).unwrap_or(false)
-            && now.duration_since(last_active) >= RECEIVE_IDLE_END
-        {
-            break;
-        }
-        match listener.accept() {
-            Ok((s, _)) if threads.len() < MAX_RECEIVED_STREAMS => {
-                let (counts, total, stop) = (counts.clone(), total.clone(), stop.clone());
-                let (nonce, max) = (n.nonce, n.max_bytes);
-                if let Ok(t) = std::thread::Builder::new()
-                    .name("test-rx".into())
-                    .spawn(move || receive_stream(s, &nonce, max, &counts, &total, deadline, &stop))
-                {
-                    threads.push(t);
-                }
-            }
-            Ok(_) => {} // over the stream cap: dropped
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                // Sleep until a connection comes (or 200 ms pass: the end conditions above).
-                let mut fds = [nix::poll::PollFd::new(
-                    listener.as_fd(),
-                    nix::poll::PollFlags::POLLIN,
-                )];
-                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
-    drop(listener);
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().ok();
-    }
-    let counts = *counts.lock().expect("not poisoned");
-    let mut runs = heapless::Vec::new();
-    for c in counts.iter().take_while(|c| c.streams > 0) {
-        let _ = runs.push(run_out(c));
-    }
-    if runs.is_empty() {
-        return failed("no stream of the sender arrived");
-    }
-    TestResult::Net(runs)
-}
-
-fn receive_stream(
-    mut s: std::net::TcpStream,
-    nonce: &[u8; 16],
-    max: u64,
-    counts: &Mutex<[RunCount; MAX_NET_RUNS]>,
-    total: &std::sync::atomic::AtomicU64,
-    deadline: Instant,
-    stop: &AtomicBool,
-) {
-    s.set_nonblocking(false).ok();
-    s.set_read_timeout(Some(NET_IO_TIMEOUT)).ok();
-    let mut head = [0u8; 17];
-    if s.read_exact(&mut head).is_err() || &head[..16] != nonce {
-        return; // not the sender of this test
-    }
-    let run = usize::from(head[16]);
-    if run >= MAX_NET_RUNS {
-        return;
-    }
-    if let Ok(mut c) = counts.lock() {
-        c[run].streams = c[run].streams.saturating_add(1);
-    }
-    let mut buf = vec![0u8; NET_CHUNK];
-    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(k) => {
-                let now = (Instant::now(), wall_ms());
-                if let Ok(mut c) = counts.lock() {
-                    let r = &mut c[run];
-                    r.bytes += k as u64;
-                    r.first.get_or_insert(now);
-                    r.last = Some(now);
-                }
-                if total.fetch_add(k as u64, Ordering::Relaxed) + k as u64 > max {
-                    break;
-                }
-            }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(_) => break,
-        }
-    }
-}
-
-/// The sending side: run by run, `streams` connections to the receiver, each sending for
-/// `seconds` (or up to the byte cap), then the sockets' retransmissions from TCP_INFO.
-fn net_send(n: &NetSend, cancel: &AtomicBool) -> TestResult {
-    let Ok(to) = n.to.as_str().parse::<std::net::SocketAddr>() else {
-        return failed("bad receiver address");
-    };
-    let mut runs = heapless::Vec::new();
-    let mut buf = vec![0u8; NET_CHUNK];
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for c in buf.chunks_exact_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        c.copy_from_slice(&x.to_le_bytes());
-    }
-    let buf: Arc<[u8]> = buf.into();
-    let sent_total = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    for (i, &k) in n.streams.iter().enumerate() {
-        if cancel.load(Ordering::SeqCst) {
-            return failed("cancelled: the collector went away");
-        }
-        let run_for = Duration::from_secs(u64::from(n.seconds));
-        let mut streams = Vec::new();
-        for _ in 0..k {
-            let mut s = match std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
-                Ok(s) => s,
-                Err(e) => return failed(&format!("cannot reach the receiver at {to}: {e}")),
-            };
-            s.set_write_timeout(Some(NET_IO_TIMEOUT)).ok();
-            let mut head = [0u8; 17];
-            head[..16].copy_from_slice(&n.nonce);
-            head[16] = i as u8;
-            if let Err(e) = s.write_all(&head) {
-                return failed(&format!("sending to {to}: {e}"));
-            }
-            streams.push(s);
-        }
-        let started_ms = wall_ms();
-        let t0 = Instant::now();
-        let end = t0 + run_for;
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads: Vec<JoinHandle<(u64, u32)>> = streams
-            .into_iter()
-            .filter_map(|mut s| {
-                let (buf, stop, total, max) =
-                    (buf.clone(), stop.clone(), sent_total.clone(), n.max_bytes);
-                std::thread::Builder::new()
-                    .name("test-tx".into())
-                    .spawn(move || {
-                        let mut sent = 0u64;
-                        while Instant::now() < end && !stop.load(Ordering::Relaxed) {
-                            match s.write(&buf) {
-                                Ok(w) => {
-                                    sent += w as u64;
-                                    if total.fetch_add(w as u64, Ordering::Relaxed) + w as u64 > max
-                                    {
-                                        break;
-                                    }
-                                }
-                                Err(e)
-                                    if e.kind() == std::io::ErrorKind::WouldBlock
-                                        || e.kind() == std::io::ErrorKind::TimedOut => {}
-                                Err(_) => break,
-                            }
-                        }
-                        s.shutdown(std::net::Shutdown::Write).ok();
-                        (sent, crate::sys::socket::total_retransmits(&s))
-                    })
-                    .ok()
-            })
-            .collect();
-        // The cancel flag is the caller's: watch it while the streams send.
-        while threads.iter().any(|t| !t.is_finished()) {
-            if cancel.load(Ordering::SeqCst) {
-                stop.store(true, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let (mut bytes, mut retrans) = (0u64, 0u32);
-        for t in threads {
-            if let Ok((b, r)) = t.join() {
-                bytes += b;
-                retrans = retrans.saturating_add(r);
-            }
-        }
-        let _ = runs.push(NetRun {
-            streams: k,
-            bytes,
-            micros: us(t0.elapsed()),
-            retransmits: retrans,
-            started_ms,
-            ended_ms: wall_ms(),
-        });
-        if cancel.load(Ordering::SeqCst) {
-            return failed("cancelled: the collector went away");
-        }
-    }
-    TestResult::Net(runs)
 }
 
 #[cfg(test)]
