@@ -1,6 +1,6 @@
 //! A peer holding the token floods the real agent with sealed frames where the old frame cap did
 //! not count them (issue 28, item 2): after `AuthOk` but before `Resume`, from four connections
-//! at once, and while its test runs (`Testing`); and one sends slowly, under the cap, past its
+//! at once, and while its test runs (`Testing`, the test then cancelled); and one sends slowly, under the cap, past its
 //! handshake deadline. Throughout, a good collector streams and the agent's sampling interval
 //! (the `interval_us` its samples carry) stays at most twice the configured one; every flooding
 //! connection is closed, the slow one at its deadline.
@@ -8,14 +8,14 @@
 mod server_common;
 
 use std::io::Write;
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::frame::encode_sealed_frame;
 use nasprobe_proto::session::FrameMac;
-use nasprobe_proto::{KeepAlive, Message, RecordBody};
+use nasprobe_proto::{KeepAlive, Message, NetReceiveRun, RecordBody, TestRequest};
 use server_common::*;
 
 const INTERVAL_MS: u32 = 200;
@@ -222,5 +222,49 @@ fn a_slow_sender_under_the_frame_cap_is_closed_at_its_handshake_deadline() {
                 && kept < Duration::from_millis(HANDSHAKE_MS + 1500),
             "closed after {kept:?}, deadline {HANDSHAKE_MS} ms"
         );
+    });
+}
+
+#[test]
+fn a_flood_while_its_test_runs_neither_stalls_sampling_nor_keeps_the_test() {
+    big_stack(|| {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            .to_string();
+        let agent = start_agent("flood-testing", &["--allow-tests", "--test-port", &port]);
+        let w = Watcher::start(&agent);
+        std::thread::sleep(Duration::from_millis(500));
+        w.reset();
+        let (mut c, _hello) = agent.connect();
+        c.send(&Message::TestRequest(TestRequest::NetReceiveRun(
+            NetReceiveRun {
+                seconds: 30,
+                streams: heapless::Vec::from_slice(&[1]).unwrap(),
+                max_bytes: 1 << 30,
+            },
+        )));
+        match c.recv() {
+            Ok(Message::TestReady(_)) => {}
+            other => panic!("expected TestReady, got {other:?}\n{}", agent.log()),
+        }
+        let mac = c.tx_mac.take().unwrap();
+        let kept = flood(c.stream, mac, Duration::from_secs(15));
+        std::thread::sleep(Duration::from_secs(2));
+        let intervals = w.finish();
+        eprintln!("FIGURES Testing flood: connection kept {kept:?}");
+        assert!(
+            kept < Duration::from_secs(2),
+            "the flooding connection was kept {kept:?}\n{}",
+            agent.log()
+        );
+        assert!(
+            agent.wait_log("test ended after its collector went away", STEP),
+            "the test is cancelled with its connection\n{}",
+            agent.log()
+        );
+        assert_sampling_held(&intervals, "Testing flood");
     });
 }

@@ -78,6 +78,34 @@ impl Running {
     }
 }
 
+/// A test's outcome in words, for the log (never the debug text of the protocol's types).
+pub(crate) fn describe(r: &TestResult) -> String {
+    match r {
+        TestResult::Disk(d) => format!(
+            "disk: {} MB written in {} ms, {} MB read in {} ms",
+            d.bytes / 1_000_000,
+            d.write_us / 1000,
+            d.read_bytes / 1_000_000,
+            d.read_us / 1000
+        ),
+        TestResult::Failed(why) => format!("failed: {why}"),
+        TestResult::Net(runs) => {
+            let runs: Vec<String> = runs
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} stream(s) {} bytes in {} ms",
+                        r.streams,
+                        r.bytes,
+                        r.micros / 1000
+                    )
+                })
+                .collect();
+            format!("net: {}", runs.join("; "))
+        }
+    }
+}
+
 fn failed(why: &str) -> TestResult {
     TestResult::Failed(bounded(why))
 }

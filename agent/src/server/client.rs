@@ -616,7 +616,10 @@ impl Server {
         let result = t.finish();
         self.last_test_end = Some(now);
         let Some(c) = self.clients[slot].as_mut().filter(|c| c.hs.is_testing()) else {
-            log::info!("test ended after its collector went away: {result:?}");
+            log::info!(
+                "test ended after its collector went away: {}",
+                crate::selftest::describe(&result)
+            );
             return;
         };
         log::info!("client {}: test done", c.peer);
