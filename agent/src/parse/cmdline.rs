@@ -1,7 +1,5 @@
 //! `/proc/PID/cmdline`: the arguments, joined for display with secrets masked.
 
-use nasprobe_proto::CMDLINE_LEN;
-
 /// Patterns always masked in command lines; `--redact` adds more.
 pub const DEFAULT_REDACT: [&[u8]; 4] = [b"password=", b"--password", b"token=", b"key="];
 
@@ -99,6 +97,7 @@ fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nasprobe_proto::CMDLINE_LEN;
 
     fn fmt(raw: &[u8], extra: &[&[u8]], max: usize) -> String {
         let mut out = heapless::String::<CMDLINE_LEN>::new();

@@ -4,7 +4,7 @@
 //! stopped with its file deleted when the collector goes away.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,39 +12,28 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::{DevName, DiskResult, DiskTest, Short, TestRequest, TestResult};
+use nasprobe_proto::{TestRequest, TestResult};
 
+use crate::config::{DiskScope, TestScope};
+
+mod disk;
 mod net;
 
 /// A test's whole budget: the issue's "at most 60 s".
 pub(crate) const MAX_TEST_TIME: Duration = Duration::from_secs(60);
-/// Time between the end of one test and the start of the next.
+/// Time between the end of one test and the start of the next (one that wrote nothing, refused
+/// or failed before its first byte, does not count).
 pub(crate) const TEST_EVERY: Duration = Duration::from_secs(60);
-/// The write phase's share of the budget; the read phase gets what remains up to 55 s, the
-/// big-block pass the rest.
-const WRITE_PHASE: Duration = Duration::from_secs(35);
-const READ_PHASE_END: Duration = Duration::from_secs(50);
-/// The block of the main pass: what the field measured with (`dd bs=1M`).
-const BLOCK: usize = 1 << 20;
-/// The big block of the second pass: the field's trap (`dd bs=1G`), at most a quarter of the
-/// memory available and of the bytes written.
-const BIG_BLOCK_MAX: u64 = 1 << 30;
-/// Below this the big-block pass says nothing a 1 MiB pass does not.
-const BIG_BLOCK_MIN: u64 = 16 << 20;
-/// The share of the free space a test file may take.
-const MAX_FREE_SHARE: u64 = 4;
-
-/// statfs magic numbers of filesystems that hold no disk (they would measure memory).
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
 /// A test running in its thread.
 pub(crate) struct Running {
     /// The client slot that asked for it (its `TestResult` goes there).
     pub(crate) slot: usize,
     cancel: Arc<AtomicBool>,
-    /// The test's file: unlinked at once on cancel (the thread may sit in a long fdatasync).
-    file: Option<PathBuf>,
+    /// Set once the test wrote its first byte (a disk block, a stream opened to the receiver).
+    began: Arc<AtomicBool>,
+    /// A disk test's file: unlinked at once on cancel (the thread may sit in a long fdatasync).
+    file: Option<Arc<disk::TestFile>>,
     result: Arc<Mutex<Option<TestResult>>>,
     /// Becomes readable when the thread is done (the poll loop watches it).
     done: OwnedFd,
@@ -61,8 +50,13 @@ impl Running {
     pub(crate) fn cancel(&self) {
         self.cancel.store(true, Ordering::SeqCst);
         if let Some(f) = &self.file {
-            std::fs::remove_file(f).ok();
+            f.remove();
         }
+    }
+
+    /// True once the test wrote something: then it counts for the one test a minute.
+    pub(crate) fn began(&self) -> bool {
+        self.began.load(Ordering::SeqCst)
     }
 
     /// Waits for the thread (it is done or cancelled) and takes its result.
@@ -125,15 +119,30 @@ fn bounded<const N: usize>(s: &str) -> heapless::String<N> {
 pub(crate) const OLD_NET_TEST: &str = "this collector is too old for test net on this agent \
      (its streams are not bound to the run): upgrade the collector";
 
-/// Why a request cannot start now (said to the collector as `Refused`), or None.
+/// Why a request cannot start now (said to the collector as `Refused`), or None: the owner's
+/// scope first, then one test at a time and one a minute.
 pub(crate) fn refusal(
-    allowed: bool,
+    scope: &TestScope,
+    req: &TestRequest,
     running: bool,
     last_end: Option<Instant>,
     now: Instant,
 ) -> Option<String> {
-    if !allowed {
+    if !scope.any() {
         return Some("tests are off on this agent: start nasprobe-agent with --allow-tests".into());
+    }
+    let allowed = match req {
+        TestRequest::Disk(_) => scope.disk != DiskScope::Off,
+        _ => scope.net,
+    };
+    if !allowed {
+        let what = if matches!(req, TestRequest::Disk(_)) {
+            "disk tests are off on this agent (its owner allows them with \
+             --allow-tests=disk:DIR)"
+        } else {
+            "net tests are off on this agent (its owner allows them with --allow-tests=net)"
+        };
+        return Some(what.into());
     }
     if running {
         return Some("a test is already running on this agent: one at a time".into());
@@ -150,32 +159,35 @@ pub(crate) fn refusal(
     None
 }
 
-/// Starts `req` in its thread for the client in `slot`; a `NetReceiveRun` gets the listener
-/// the server bound on its test port; both sides of a net test get the run key
-/// ([`nasprobe_proto::test_stream`]).
+/// Starts `req` in its thread for the client in `slot`; a disk test gets its folder (from
+/// [`precheck`]), a `NetReceiveRun` the listener the server bound on its test port, both sides
+/// of a net test the run key ([`nasprobe_proto::test_stream`]).
 pub(crate) fn start(
     req: TestRequest,
     slot: usize,
     sys_root: PathBuf,
     listener: Option<std::net::TcpListener>,
     run_key: Option<[u8; 32]>,
+    folder: Option<OwnedFd>,
 ) -> std::io::Result<Running> {
     let (rx, tx) = nix::unistd::pipe()?;
     let cancel = Arc::new(AtomicBool::new(false));
+    let began = Arc::new(AtomicBool::new(false));
     let result = Arc::new(Mutex::new(None));
-    let (c2, r2) = (cancel.clone(), result.clone());
-    let file = match &req {
-        TestRequest::Disk(d) => Some(test_file_in(Path::new(d.path.as_str()))),
-        _ => None,
-    };
+    let (r2, b2) = (result.clone(), began.clone());
+    let file = folder.map(|dir| Arc::new(disk::TestFile::new(dir, cancel.clone())));
+    let (f2, c2) = (file.clone(), cancel.clone());
     let thread = std::thread::Builder::new()
         .name("test".into())
         .spawn(move || {
-            let r = match (req, listener, run_key) {
-                (TestRequest::Disk(d), _, _) => disk(&d, &c2, &sys_root),
-                (TestRequest::NetReceiveRun(n), Some(l), Some(k)) => net::receive(&n, &k, l, &c2),
-                (TestRequest::NetSendRun(n), _, Some(k)) => net::send(&n, &k, &c2),
-                _ => failed("the test has no port or key (an agent bug)"),
+            let r = match (req, listener, run_key, f2) {
+                (TestRequest::Disk(d), _, _, Some(f)) => disk::disk(&d, &f, &b2, &sys_root, &|| {}),
+                (TestRequest::NetReceiveRun(n), Some(l), Some(k), _) => {
+                    b2.store(true, Ordering::SeqCst);
+                    net::receive(&n, &k, l, &c2)
+                }
+                (TestRequest::NetSendRun(n), _, Some(k), _) => net::send(&n, &k, &c2, &b2),
+                _ => failed("the test has no folder, port or key (an agent bug)"),
             };
             if let Ok(mut slot) = r2.lock() {
                 *slot = Some(r);
@@ -187,25 +199,12 @@ pub(crate) fn start(
     Ok(Running {
         slot,
         cancel,
+        began,
         file,
         result,
         done: rx,
         thread: Some(thread),
     })
-}
-
-/// The test file of a disk test in `dir` (one per agent process: one test at a time).
-fn test_file_in(dir: &Path) -> PathBuf {
-    dir.join(format!(".nasprobe-test-{}", std::process::id()))
-}
-
-/// The file the test writes; deleted when dropped, whatever happened.
-struct TestFile(PathBuf);
-
-impl Drop for TestFile {
-    fn drop(&mut self) {
-        std::fs::remove_file(&self.0).ok();
-    }
 }
 
 fn wall_ms() -> u64 {
@@ -218,272 +217,197 @@ fn us(d: Duration) -> u64 {
     d.as_micros().min(u128::from(u64::MAX)) as u64
 }
 
-/// The name of a statfs magic number, as `mount` would print it.
-fn fs_name(magic: i64) -> String {
-    match magic {
-        0xEF53 => "ext2/3/4".into(),
-        0x9123_683E => "btrfs".into(),
-        0x5846_5342 => "xfs".into(),
-        TMPFS_MAGIC => "tmpfs".into(),
-        RAMFS_MAGIC => "ramfs".into(),
-        0x6969 => "nfs".into(),
-        0xFE53_4D42 | 0xFF53_4D42 => "cifs/smb".into(),
-        0x6573_5546 => "fuse".into(),
-        0x4d44 => "vfat".into(),
-        0x5346_544e => "ntfs".into(),
-        0x2FC1_2FC1 => "zfs".into(),
-        0x7366_746E => "f2fs".into(),
-        other => format!("0x{other:x}"),
-    }
-}
-
-/// The block device holding `dev` (st_dev), by /sys/dev/block/MAJ:MIN.
-fn device_name(sys_root: &Path, dev: u64) -> String {
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    std::fs::read_link(sys_root.join(format!("dev/block/{major}:{minor}")))
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_default()
-}
-
-/// MemAvailable (or MemFree on 3.10) in bytes; None when unreadable.
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let field = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    field("MemAvailable:")
-        .or_else(|| field("MemFree:"))
-        .map(|k| k * 1024)
-}
-
-fn drop_cache(f: &File) -> bool {
-    crate::sys::fd::drop_cache(f.as_fd())
-}
-
-/// `nasprobe test disk`: see [`DiskResult`].
-fn disk(t: &DiskTest, cancel: &AtomicBool, sys_root: &Path) -> TestResult {
-    match disk_inner(t, cancel, sys_root) {
-        Ok(r) => TestResult::Disk(r),
-        Err(e) => failed(&e),
-    }
-}
-
 /// What makes a request impossible before it starts (said as `Refused`, and not counted as a
-/// test): a folder that does not exist, on tmpfs, or a size over 25% of its free space.
-pub(crate) fn precheck(req: &TestRequest) -> Result<(), String> {
+/// test): a disk folder out of the owner's scope (or reached through a symlink), that does not
+/// exist, on tmpfs, or a size over 25% of its free space; a net request out of bounds or of an
+/// older collector. A disk test's folder, opened.
+pub(crate) fn precheck(req: &TestRequest, scope: &TestScope) -> Result<Option<OwnedFd>, String> {
     match req {
-        TestRequest::Disk(t) => disk_precheck(t).map(|_| ()),
-        TestRequest::NetReceiveRun(n) => net::precheck_receive(n),
-        TestRequest::NetSendRun(n) => net::precheck_send(n),
+        TestRequest::Disk(t) => {
+            let dir = disk::open_folder(&scope.disk, Path::new(t.path.as_str()))?;
+            disk::precheck(t, &dir)?;
+            Ok(Some(dir))
+        }
+        TestRequest::NetReceiveRun(n) => net::precheck_receive(n).map(|_| None),
+        TestRequest::NetSendRun(n) => net::precheck_send(n).map(|_| None),
         TestRequest::NetReceive(_) | TestRequest::NetSend(_) => Err(OLD_NET_TEST.into()),
     }
-}
-
-/// The statfs magic of the test folder, after the checks of [`precheck`].
-fn disk_precheck(t: &DiskTest) -> Result<i64, String> {
-    let dir = Path::new(t.path.as_str());
-    let st = nix::sys::statfs::statfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let magic = st.filesystem_type().0 as i64;
-    if (magic == TMPFS_MAGIC || magic == RAMFS_MAGIC) && !t.allow_tmpfs {
-        return Err(format!(
-            "{} is on {}, which measures memory, not a disk (ask with --allow-tmpfs)",
-            dir.display(),
-            fs_name(magic)
-        ));
-    }
-    #[allow(clippy::unnecessary_cast)] // field widths differ between targets
-    let free = st.blocks_available() as u64 * st.block_size() as u64;
-    if t.bytes == 0 || t.bytes > free / MAX_FREE_SHARE {
-        return Err(format!(
-            "{} MB asked, {} MB free in {}: a test may use at most 25% of the free space",
-            t.bytes / 1_000_000,
-            free / 1_000_000,
-            dir.display()
-        ));
-    }
-    Ok(magic)
-}
-
-fn disk_inner(t: &DiskTest, cancel: &AtomicBool, sys_root: &Path) -> Result<DiskResult, String> {
-    let t0 = Instant::now();
-    let started_ms = wall_ms();
-    let dir = Path::new(t.path.as_str());
-    let magic = disk_precheck(t)?;
-    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    use std::os::unix::fs::MetadataExt;
-    let device = device_name(sys_root, meta.dev());
-    let file = TestFile(test_file_in(dir));
-    let open_new = || {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&file.0)
-            .map_err(|e| format!("cannot create {}: {e}", file.0.display()))
-    };
-    let stop = || cancel.load(Ordering::SeqCst);
-    let mut buf = vec![0u8; BLOCK];
-    // Bytes that do not compress (btrfs/zfs compression would measure the compressor).
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    for c in buf.chunks_exact_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        c.copy_from_slice(&x.to_le_bytes());
-    }
-
-    // Pass 1: 1 MiB blocks, synced.
-    let mut f = open_new()?;
-    let w0 = Instant::now();
-    let mut written = 0u64;
-    while written < t.bytes && t0.elapsed() < WRITE_PHASE {
-        if stop() {
-            return Err("cancelled: the collector went away".into());
-        }
-        let n = (t.bytes - written).min(BLOCK as u64) as usize;
-        f.write_all(&buf[..n])
-            .map_err(|e| format!("writing {}: {e}", file.0.display()))?;
-        written += n as u64;
-    }
-    f.sync_data()
-        .map_err(|e| format!("syncing {}: {e}", file.0.display()))?;
-    let write_us = us(w0.elapsed());
-    let cache_dropped = drop_cache(&f);
-    drop(f);
-
-    // Read it back from the disk.
-    let mut f = File::open(&file.0).map_err(|e| format!("{}: {e}", file.0.display()))?;
-    drop_cache(&f);
-    let r0 = Instant::now();
-    let mut read = 0u64;
-    loop {
-        if stop() {
-            return Err("cancelled: the collector went away".into());
-        }
-        if t0.elapsed() >= READ_PHASE_END {
-            break;
-        }
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| format!("reading {}: {e}", file.0.display()))?;
-        if n == 0 {
-            break;
-        }
-        read += n as u64;
-    }
-    let read_us = us(r0.elapsed());
-    drop(f);
-    std::fs::remove_file(&file.0).ok();
-
-    // Pass 2: one big block, as `dd bs=1G count=1` writes it.
-    let big = written
-        .min(BIG_BLOCK_MAX)
-        .min(mem_available().unwrap_or(0) / 4)
-        / BLOCK as u64
-        * BLOCK as u64;
-    let (mut big_block_bytes, mut big_write_us) = (0, 0);
-    if big >= BIG_BLOCK_MIN && t0.elapsed() < MAX_TEST_TIME - Duration::from_secs(5) {
-        let mut blob: Vec<u8> = Vec::new();
-        if blob.try_reserve_exact(big as usize).is_ok() {
-            for _ in 0..big as usize / BLOCK {
-                blob.extend_from_slice(&buf);
-            }
-            let mut f = open_new()?;
-            let b0 = Instant::now();
-            f.write_all(&blob)
-                .map_err(|e| format!("writing {}: {e}", file.0.display()))?;
-            f.sync_data()
-                .map_err(|e| format!("syncing {}: {e}", file.0.display()))?;
-            big_write_us = us(b0.elapsed());
-            big_block_bytes = big;
-        }
-    }
-    drop(file);
-    Ok(DiskResult {
-        device: bounded::<{ nasprobe_proto::DEV_NAME_LEN }>(&device) as DevName,
-        fs_type: bounded::<{ nasprobe_proto::SHORT_LEN }>(&fs_name(magic)) as Short,
-        block_bytes: BLOCK as u32,
-        bytes: written,
-        write_us,
-        read_bytes: read,
-        read_us,
-        cache_dropped,
-        big_block_bytes,
-        big_write_us,
-        started_ms,
-        ended_ms: wall_ms(),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nasprobe_proto::DiskTest;
+
+    fn disk_req(dir: &Path, bytes: u64) -> DiskTest {
+        DiskTest {
+            path: bounded(dir.to_str().unwrap()),
+            bytes,
+            allow_tmpfs: true,
+        }
+    }
 
     #[test]
-    fn refusals_name_the_flag_the_running_test_and_the_wait() {
+    fn refusals_name_the_flag_the_scope_the_running_test_and_the_wait() {
         let now = Instant::now();
+        let req = TestRequest::Disk(disk_req(Path::new("/x"), 1));
+        let all = TestScope::everything();
+        let off = TestScope::default();
         assert!(
-            refusal(false, false, None, now)
+            refusal(&off, &req, false, None, now)
                 .unwrap()
-                .contains("--allow-tests")
+                .contains("start nasprobe-agent with --allow-tests")
+        );
+        let net_only = TestScope::parse("net").unwrap();
+        assert!(
+            refusal(&net_only, &req, false, None, now)
+                .unwrap()
+                .contains("--allow-tests=disk:DIR")
         );
         assert!(
-            refusal(true, true, None, now)
+            refusal(&all, &req, true, None, now)
                 .unwrap()
                 .contains("already running")
         );
-        let r = refusal(true, false, Some(now - Duration::from_secs(20)), now).unwrap();
+        let r = refusal(&all, &req, false, Some(now - Duration::from_secs(20)), now).unwrap();
         assert!(r.contains("one test a minute") && r.contains("40 s"), "{r}");
-        assert!(refusal(true, false, Some(now - TEST_EVERY), now).is_none());
-        assert!(refusal(true, false, None, now).is_none());
+        assert!(refusal(&all, &req, false, Some(now - TEST_EVERY), now).is_none());
+        assert!(refusal(&all, &req, false, None, now).is_none());
+    }
+
+    fn run_disk(
+        t: &DiskTest,
+        scope: &TestScope,
+        cancel: bool,
+        between: &dyn Fn(&AtomicBool),
+    ) -> (TestResult, bool) {
+        let dir = match precheck(&TestRequest::Disk(t.clone()), scope) {
+            Ok(d) => d.unwrap(),
+            Err(e) => return (failed(&e), false),
+        };
+        let flag = Arc::new(AtomicBool::new(cancel));
+        let file = disk::TestFile::new(dir, flag.clone());
+        let began = AtomicBool::new(false);
+        let r = disk::disk(t, &file, &began, Path::new("/sys"), &|| between(&flag));
+        (r, began.load(Ordering::SeqCst))
+    }
+
+    fn empty(dir: &Path) -> bool {
+        std::fs::read_dir(dir).unwrap().next().is_none()
     }
 
     #[test]
     fn a_disk_test_writes_reads_and_deletes_its_file() {
         let dir = std::env::temp_dir().join(format!("nasprobe-selftest-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let t = DiskTest {
-            path: bounded(dir.to_str().unwrap()),
-            bytes: 8 << 20,
-            allow_tmpfs: true,
-        };
-        let r = disk(&t, &AtomicBool::new(false), Path::new("/sys"));
+        let all = TestScope::everything();
+        let t = disk_req(&dir, 32 << 20);
+        let (r, began) = run_disk(&t, &all, false, &|_| {});
         let TestResult::Disk(d) = r else {
-            panic!("{r:?}")
+            panic!("{}", describe(&r))
         };
-        assert_eq!(d.bytes, 8 << 20);
-        assert_eq!(d.read_bytes, 8 << 20);
+        assert!(began);
+        assert_eq!(d.bytes, 32 << 20);
+        assert_eq!(d.read_bytes, 32 << 20);
         assert!(d.write_us > 0 && d.read_us > 0);
         assert_eq!(d.block_bytes, 1 << 20);
-        assert!(
-            std::fs::read_dir(&dir).unwrap().next().is_none(),
-            "file left"
+        assert_eq!(
+            d.big_block_bytes,
+            32 << 20,
+            "the big block is one writev of it all"
         );
-        // Cancelled before it starts: an error, and still no file.
-        let r = disk(&t, &AtomicBool::new(true), Path::new("/sys"));
+        assert!(empty(&dir), "file left");
+        // Cancelled before it starts: an error, nothing written, and still no file.
+        let (r, began) = run_disk(&t, &all, true, &|_| {});
         assert!(
             matches!(r, TestResult::Failed(ref m) if m.contains("cancelled")),
-            "{r:?}"
+            "{}",
+            describe(&r)
         );
+        assert!(!began && empty(&dir), "file left");
+        // Cancelled between the passes: no big-block file is created after it.
+        let created_after = Arc::new(AtomicBool::new(false));
+        let (d2, c2) = (dir.clone(), created_after.clone());
+        let (r, _) = run_disk(&t, &all, false, &move |flag| {
+            flag.store(true, Ordering::SeqCst);
+            let d3 = d2.clone();
+            let c3 = c2.clone();
+            // Watch the folder for a while after the cancel.
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    if !empty(&d3) {
+                        c3.store(true, Ordering::SeqCst);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+        });
         assert!(
-            std::fs::read_dir(&dir).unwrap().next().is_none(),
-            "file left"
+            matches!(r, TestResult::Failed(ref m) if m.contains("cancelled")),
+            "{}",
+            describe(&r)
         );
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !created_after.load(Ordering::SeqCst),
+            "a file was written after the cancel"
+        );
+        assert!(empty(&dir), "file left");
         // Too big for the free space.
-        let huge = DiskTest {
-            bytes: u64::MAX / 2,
-            ..t.clone()
-        };
-        let r = disk(&huge, &AtomicBool::new(false), Path::new("/sys"));
+        let huge = disk_req(&dir, u64::MAX / 2);
+        let (r, began) = run_disk(&huge, &all, false, &|_| {});
         assert!(
             matches!(r, TestResult::Failed(ref m) if m.contains("25%")),
-            "{r:?}"
+            "{}",
+            describe(&r)
         );
+        assert!(!began);
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_disk_test_stays_in_its_scope_and_unlinks_only_its_file() {
+        let root = std::env::temp_dir().join(format!("nasprobe-scope-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let allowed = root.join("share");
+        let outside = root.join("etc");
+        std::fs::create_dir_all(allowed.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, allowed.join("link")).unwrap();
+        let scope = TestScope::parse(&format!("disk:{}", allowed.display())).unwrap();
+        let t = |p: &Path| disk_req(p, 8 << 20);
+        let refused = |p: &Path| {
+            precheck(&TestRequest::Disk(t(p)), &scope)
+                .err()
+                .unwrap_or_default()
+        };
+        assert!(
+            refused(&outside).contains("not in a folder this agent allows"),
+            "{}",
+            refused(&outside)
+        );
+        assert!(
+            refused(&allowed.join("link")).contains("symlink"),
+            "{}",
+            refused(&allowed.join("link"))
+        );
+        assert!(refused(&allowed.join("sub/../../etc")).contains(".."));
+        // Plain --allow-tests: any folder, but no symlink on the way either.
+        let all = TestScope::everything();
+        assert!(precheck(&TestRequest::Disk(t(&allowed.join("link"))), &all).is_err());
+        assert!(precheck(&TestRequest::Disk(t(&allowed.join("sub"))), &scope).is_ok());
+        // A planted file of the test's name: the test does not take it over, nor unlink it.
+        let planted = allowed.join(format!(".nasprobe-test-{}", std::process::id()));
+        std::fs::write(&planted, b"mine").unwrap();
+        let (r, began) = run_disk(&t(&allowed), &scope, false, &|_| {});
+        assert!(
+            matches!(r, TestResult::Failed(ref m) if m.contains("cannot create")),
+            "{}",
+            describe(&r)
+        );
+        assert!(!began, "refused before writing: the minute is not used");
+        assert_eq!(std::fs::read(&planted).unwrap(), b"mine");
+        assert!(empty(&outside));
+        std::fs::remove_dir_all(&root).ok();
     }
 }

@@ -404,7 +404,13 @@ fn payload() -> Arc<[u8]> {
 
 /// The sending side: run by run, `streams` connections to the receiver, each sending for
 /// `seconds` (or up to the byte cap), then the sockets' retransmissions from TCP_INFO.
-pub(super) fn send(n: &NetSendRun, key: &[u8; 32], cancel: &AtomicBool) -> TestResult {
+/// `began` is set once a stream is open to the receiver (before, the request used nothing).
+pub(super) fn send(
+    n: &NetSendRun,
+    key: &[u8; 32],
+    cancel: &AtomicBool,
+    began: &AtomicBool,
+) -> TestResult {
     let Ok(to) = n.to.as_str().parse::<SocketAddr>() else {
         return failed("bad receiver address");
     };
@@ -419,7 +425,10 @@ pub(super) fn send(n: &NetSendRun, key: &[u8; 32], cancel: &AtomicBool) -> TestR
         let mut streams = Vec::new();
         for j in 0..k {
             match open_stream(&to, key, i as u8, j) {
-                Some(s) => streams.push(s),
+                Some(s) => {
+                    began.store(true, Ordering::SeqCst);
+                    streams.push(s);
+                }
                 None => return failed(NOT_THE_RECEIVER),
             }
         }

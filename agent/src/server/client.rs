@@ -541,15 +541,22 @@ impl Server {
         now: Instant,
     ) {
         let why = crate::selftest::refusal(
-            self.cfg.allow_tests,
+            &self.cfg.allow_tests,
+            &req,
             self.test.is_some(),
             self.last_test_end,
             now,
         );
-        if let Some(why) = why.or_else(|| crate::selftest::precheck(&req).err()) {
-            self.refuse_and_drop(slot, &why);
-            return;
-        }
+        let folder = match why.map_or_else(
+            || crate::selftest::precheck(&req, &self.cfg.allow_tests),
+            Err,
+        ) {
+            Ok(f) => f,
+            Err(why) => {
+                self.refuse_and_drop(slot, &why);
+                return;
+            }
+        };
         // A net test's run key: from this session's key for the receiver, unsealed with it
         // for the sender (nasprobe_proto::test_stream).
         let session_key = self.clients[slot]
@@ -592,8 +599,14 @@ impl Server {
                 return;
             }
         }
-        let started =
-            crate::selftest::start(req, slot, self.cfg.sys_root.clone(), listener, run_key);
+        let started = crate::selftest::start(
+            req,
+            slot,
+            self.cfg.sys_root.clone(),
+            listener,
+            run_key,
+            folder,
+        );
         match started {
             Ok(t) => {
                 if let Some(c) = self.clients[slot].as_mut() {
@@ -613,8 +626,11 @@ impl Server {
             return;
         };
         let slot = t.slot;
+        // A test that wrote nothing (it failed before its first byte) does not use the minute.
+        if t.began() {
+            self.last_test_end = Some(now);
+        }
         let result = t.finish();
-        self.last_test_end = Some(now);
         let Some(c) = self.clients[slot].as_mut().filter(|c| c.hs.is_testing()) else {
             log::info!(
                 "test ended after its collector went away: {}",

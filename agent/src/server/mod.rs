@@ -189,6 +189,17 @@ impl Server {
                 .map_err(|e| log::warn!("kernel log unavailable ({e}): OOM kills are not marked"))
                 .ok();
         }
+        match &s.cfg.allow_tests.disk {
+            crate::config::DiskScope::Anywhere => log::warn!(
+                "--allow-tests: disk tests in any folder (name them with \
+                 --allow-tests=disk:DIR,net)"
+            ),
+            crate::config::DiskScope::Folders(f) => log::info!(
+                "--allow-tests: disk tests in {} folder(s) and below",
+                f.len()
+            ),
+            crate::config::DiskScope::Off => {}
+        }
         s.take_sample(Instant::now());
         Ok(s)
     }
