@@ -96,8 +96,8 @@ pub(super) fn open_folder(scope: &DiskScope, path: &Path) -> Result<OwnedFd, Str
         DiskScope::Folders(allowed) => {
             let Some(base) = allowed.iter().find(|a| path.starts_with(a)) else {
                 return Err(format!(
-                    "{} is not in a folder this agent allows disk tests in (its owner names \
-                     them with --allow-tests=disk:DIR)",
+                    "not in a folder this agent allows disk tests in (--allow-tests=disk:DIR): \
+                     {}",
                     path.display()
                 ));
             };
@@ -115,9 +115,10 @@ pub(super) fn open_folder(scope: &DiskScope, path: &Path) -> Result<OwnedFd, Str
             Component::Normal(name) => {
                 dir = openat(&dir, name, DIR_FLAGS, Mode::empty()).map_err(|e| match e {
                     nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR => format!(
-                        "{}: a symlink or a file on the way ({}): refused, name the real folder",
-                        path.display(),
-                        Path::new(name).display()
+                        "a symlink or a file on the way ({}) is refused: name the real folder \
+                         ({})",
+                        Path::new(name).display(),
+                        path.display()
                     ),
                     e => format!("{}: {}", path.display(), e.desc()),
                 })?;
