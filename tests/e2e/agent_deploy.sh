@@ -85,8 +85,8 @@ if [[ "$(uname -m)" != x86_64 || ! -x "$BIN" ]]; then
     BIN="$TARGET_DIR/debug/nasprobe-agent"
 fi
 # The collector-side check (a test binary that connects, authenticates, resumes and reads).
-CLIENT="$(cargo test -q -p nasprobe-agent --test server_remote --no-run --message-format=json 2>/dev/null |
-    grep -o '"executable":"[^"]*server_remote[^"]*"' | tail -n 1 | cut -d'"' -f4)"
+CLIENT="$(cargo test -q -p nasprobe-agent --test it --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*/it-[^"]*"' | tail -n 1 | cut -d'"' -f4)"
 [[ -x "$CLIENT" ]] || fail "could not build the test client"
 
 PREFIX="$TMP/nas/opt/nasprobe"
@@ -112,7 +112,7 @@ pid1="$(cat "$PREFIX/agent.pid")"
 
 say "reading samples from the deployed agent"
 NASPROBE_REMOTE_ADDR=127.0.0.1:7451 NASPROBE_REMOTE_TOKEN_FILE="$TMP/e2e.token" \
-    ip netns exec "$NS" "$CLIENT" --nocapture 2>&1 | sed 's/^/    /'
+    ip netns exec "$NS" "$CLIENT" server_remote:: --nocapture 2>&1 | sed 's/^/    /'
 [[ ${PIPESTATUS[0]} == 0 ]] || fail "the client could not read samples"
 
 say "deploying again: nothing changes, the agent keeps running"

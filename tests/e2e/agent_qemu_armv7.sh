@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The armv7 (WD MyCloud) build of the agent serves collectors: runs the agent's server
-# end-to-end tests (agent/tests/server_e2e.rs) against dist/nasprobe-agent-armv7-unknown-linux-
+# end-to-end tests (agent/tests/it/server_e2e.rs) against dist/nasprobe-agent-armv7-unknown-linux-
 # musleabihf under qemu-user. Builds the binary with scripts/build-targets and installs Debian's
 # qemu-user when they are missing. Loopback only.
 set -euo pipefail
@@ -23,4 +23,4 @@ if ! command -v qemu-arm >/dev/null; then
 fi
 say "$(file -b "$BIN" | cut -d, -f1-3)"
 NASPROBE_AGENT_BIN="$BIN" NASPROBE_AGENT_RUNNER=qemu-arm \
-    cargo test -q -p nasprobe-agent --test server_e2e
+    cargo test -q -p nasprobe-agent --test it server_e2e::

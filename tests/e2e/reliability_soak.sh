@@ -9,7 +9,7 @@
 #    shares for NASPROBE_STRESS_SECONDS (default 30): samples keep coming with their real
 #    interval, RSS does not grow, CPU per sample stays in budget.
 #
-# Both are #[ignore]d tests in agent/tests/reliability_soak.rs; each prints a FIGURES line.
+# Both are #[ignore]d tests in agent/tests/it/reliability_soak.rs; each prints a FIGURES line.
 #   tests/e2e/reliability_soak.sh                 both
 #   tests/e2e/reliability_soak.sh soak_fast_churn one of them
 set -euo pipefail
@@ -22,11 +22,11 @@ command -v stress-ng >/dev/null || say "note: stress-ng missing (apt-get install
 say "building (release): nasprobe-scenario and the agent's reliability tests"
 cargo build -q --release -p nasprobe-testkit
 export NASPROBE_SCENARIO_BIN="$TARGET_DIR/release/nasprobe-scenario"
-filter=()
+filter=(reliability_soak::)
 [[ $# -gt 0 ]] && filter=("$@")
 start=$SECONDS
 set +e
-cargo test -q --release -p nasprobe-agent --test reliability_soak -- --ignored --nocapture \
+cargo test -q --release -p nasprobe-agent --test it -- --ignored --nocapture \
     --test-threads 1 "${filter[@]}" 2>&1 | tee "${TMPDIR:-/tmp}/reliability_soak.$$.log"
 rc=${PIPESTATUS[0]}
 set -e

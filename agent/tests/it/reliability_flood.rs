@@ -5,18 +5,16 @@
 //! (the `interval_us` its samples carry) stays at most twice the configured one; every flooding
 //! connection is closed, the slow one at its deadline.
 
-mod server_common;
-
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::server_common::*;
 use nasprobe_proto::frame::encode_sealed_frame;
 use nasprobe_proto::session::FrameMac;
 use nasprobe_proto::{KeepAlive, Message, NetReceiveRun, RecordBody, TestRequest};
-use server_common::*;
 
 const INTERVAL_MS: u32 = 200;
 const HANDSHAKE_MS: u64 = 2000;

@@ -12,14 +12,12 @@
 //!
 //! Each prints one `FIGURES ...` line for RELIABILITY.md.
 
-mod server_common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::server_common::*;
 use nasprobe_proto::{Record, RecordBody};
-use server_common::*;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)

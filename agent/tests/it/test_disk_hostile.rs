@@ -4,13 +4,11 @@
 //! one test a minute); then a 1 GiB test runs while the agent's resident memory is sampled:
 //! it stays bounded (the big-block pass used to allocate the whole block).
 
-mod server_common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::server_common::*;
 use nasprobe_proto::{DiskTest, Message, TestRequest, TestResult};
-use server_common::*;
 
 fn vm_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -8,9 +8,7 @@
 //! `NASPROBE_AGENT_BIN=dist/nasprobe-agent-x86_64-unknown-linux-musl cargo test --test
 //! server_seccomp` runs it on the static build that ships.
 
-mod server_common;
-
-use server_common::*;
+use crate::server_common::*;
 use std::time::Duration;
 
 #[cfg(target_arch = "x86_64")]

@@ -7,17 +7,15 @@
 //! no disconnect), and the agent's RSS and CPU stay inside loose bounds (exact figures printed
 //! on the `FIGURES` line for RELIABILITY.md).
 
-mod server_common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::server_common::*;
 use nasprobe_proto::handshake::{ClientAction, ClientHandshake};
 use nasprobe_proto::{Challenge, Message, encode_frame};
-use server_common::*;
 
 fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

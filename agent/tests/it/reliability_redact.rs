@@ -5,15 +5,13 @@
 //! events) is searched for the secrets. `parse::cmdline` unit tests cover the masking rules; this
 //! checks that nothing on the way (top list, events, first-report cmdline) bypasses them.
 
-mod server_common;
-
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use server_common::*;
+use crate::server_common::*;
 
 const SECRETS: [&str; 5] = ["hunter2", "s3cr3tT0k", "Pa55w0rd", "xyzzyKEY", "opensesame"];
 

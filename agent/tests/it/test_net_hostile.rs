@@ -5,20 +5,18 @@
 //! without the run key, more arriving meanwhile and a forged header neither keep the real
 //! sender out nor add to what the receiver counts.
 
-mod server_common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::server_common::*;
 use heapless::Vec as HVec;
 use nasprobe_proto::test_stream::{run_key, seal_run_key};
 use nasprobe_proto::{
     Message, NetReceiveRun, NetSend, NetSendRun, TestRequest, TestResult, test_stream,
 };
-use server_common::*;
 
 /// The sender's sentence for a peer that is not this run's receiver (the agent's
 /// `NOT_THE_RECEIVER`).

@@ -2,12 +2,10 @@
 //! deployed over ssh). Without `NASPROBE_REMOTE_ADDR` it has nothing to do and passes.
 //!
 //!     NASPROBE_REMOTE_ADDR=127.0.0.1:7451 NASPROBE_REMOTE_TOKEN_FILE=e2e.token \
-//!         cargo test -p nasprobe-agent --test server_remote
+//!         cargo test -p nasprobe-agent --test it server_remote::
 
-mod server_common;
-
+use crate::server_common::*;
 use nasprobe_proto::RecordBody;
-use server_common::*;
 
 #[test]
 fn remote_agent_serves_samples() {

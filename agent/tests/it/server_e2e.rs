@@ -1,13 +1,11 @@
 //! End-to-end tests of the agent's server: the built binary on loopback, real sockets, bounded
 //! timeouts everywhere. Issue 4's "Done when".
 
-mod server_common;
-
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use crate::server_common::*;
 use nasprobe_proto::{Event, Message, RecordBody};
-use server_common::*;
 
 fn is_agent_start(r: &nasprobe_proto::Record) -> bool {
     matches!(r.body, RecordBody::Event(Event::AgentStart(_)))
