@@ -1,0 +1,382 @@
+//! The checks between one connection's stream and the store: record times, plausibility of
+//! samples and events, and the caps on what one host may have stored, counted by the
+//! collector's own clock (a hostile agent chooses its record times, so they bound nothing).
+//!
+//! What the ring held at the `Hello` (seq up to its `newest_seq`, at most
+//! [`MAX_BACKLOG_RECORDS`]) was produced in the past and arrives as fast as the network allows;
+//! everything after it is live: at most one sample per announced interval elapsed on the
+//! collector's clock (+[`SAMPLE_SLACK`]), [`EVENTS_PER_INTERVAL`] events and
+//! [`DEVICES_PER_INTERVAL`] `DeviceAdded` per interval (+ slack). The rest is dropped and
+//! counted into one `flood` gap with the counts per kind. Every refusal goes through
+//! [`note_refusal`], the one place where a refusal is counted, logged and shown.
+
+use std::time::{Duration, Instant};
+
+use nasprobe_proto::{Event, Hello, RecordBody};
+
+use super::client::Incoming;
+use super::conn::{Live, RECENT_EVENTS};
+use super::validate::{EVENTS_PER_INTERVAL, TimeWindow};
+use crate::store::{FloodCounts, Item};
+
+/// Records of the ring's backlog (seq up to the `Hello`'s `newest_seq`) taken at network speed:
+/// a 1 GiB ring (256 times the agent's default) of 256-byte records. A longer backlog is taken
+/// under the live caps.
+pub(crate) const MAX_BACKLOG_RECORDS: u64 = 1 << 22;
+/// Live samples allowed beyond one per interval elapsed: the burst after a network or store
+/// stall is covered by the time elapsed; this covers the agent sampling a little ahead of the
+/// collector's clock (its first samples before our `Hello` time, timer jitter).
+pub(crate) const SAMPLE_SLACK: u64 = 20;
+/// Live samples may run this many per mille faster than the interval (clock rate differences
+/// between the NAS and the desktop are parts per million; NTP slews by at most 0.05 %).
+pub(crate) const SAMPLE_RATE_SLACK_PER_MILLE: u64 = 50;
+/// Intervals of events allowed ahead of the collector's clock (a burst at connect).
+pub(crate) const EVENT_SLACK_INTERVALS: u64 = 4;
+/// `DeviceAdded` per interval at most: a hot-plugged enclosure announces its disks over a few
+/// intervals; a real host never adds devices faster for long.
+pub(crate) const DEVICES_PER_INTERVAL: u64 = 2;
+/// `DeviceAdded` allowed at once: two full inventories (every disk and NIC the wire can list).
+pub(crate) const DEVICE_SLACK: u64 =
+    2 * (nasprobe_proto::MAX_DISKS + nasprobe_proto::MAX_NICS) as u64;
+/// A pending flood gap is handed to the store at least this often (so a run stopped or killed
+/// during a flood still has it, and `report` shows it while the flood lasts).
+pub(crate) const FLOOD_FLUSH: Duration = Duration::from_secs(1);
+
+/// What the collector refused: each goes through [`note_refusal`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refusal<'a> {
+    /// A record over a cap (dropped into the flood gap): its kind.
+    Flood(FloodKind),
+    /// A record that failed the plausibility checks (a `rejected` gap).
+    Rejected { seq: u64, why: &'a str },
+    /// Frames that failed authentication (a relay altered, dropped, replayed them).
+    Tampered { error: &'a str },
+    /// The agent sent something invalid: the host is marked bad.
+    BadHost { error: &'a str },
+}
+
+/// The kinds of records a flood drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FloodKind {
+    Sample,
+    Event,
+    Device,
+}
+
+/// The one place where a refusal is counted (for views and `record`'s summary) and logged.
+/// Returns the item to store for it, if any (floods and rejected records make their own).
+pub(crate) fn note_refusal(
+    live: &Live,
+    idx: usize,
+    host: &str,
+    instance: Option<i64>,
+    r: Refusal<'_>,
+) -> Option<Item> {
+    let first = live.with(idx, |h| {
+        let counter = match r {
+            Refusal::Flood(FloodKind::Sample) => &mut h.dropped.samples,
+            Refusal::Flood(FloodKind::Event) => &mut h.dropped.events,
+            Refusal::Flood(FloodKind::Device) => &mut h.dropped.devices,
+            Refusal::Rejected { seq, why } => {
+                h.bad = Some(format!("record {seq} rejected: {why}"));
+                &mut h.rejected
+            }
+            Refusal::Tampered { .. } => &mut h.tampered,
+            Refusal::BadHost { error } => {
+                h.bad = Some(error.to_string());
+                &mut h.marked_bad
+            }
+        };
+        *counter += 1;
+        *counter
+    });
+    match r {
+        Refusal::Flood(kind) => {
+            if first == 1 {
+                log::warn!(
+                    "{host}: more {} than the collector's cap allows (counted on its own clock): \
+                     the rest are dropped and counted (a gap 'flood')",
+                    match kind {
+                        FloodKind::Sample => "samples",
+                        FloodKind::Event => "events",
+                        FloodKind::Device => "device announcements",
+                    }
+                );
+            }
+            None
+        }
+        Refusal::Rejected { seq, why } => {
+            log::error!(
+                "{host}: record {seq} rejected, not stored ({why}); {first} rejected so far, host \
+                 marked bad"
+            );
+            None
+        }
+        Refusal::Tampered { error } => {
+            if first == 1 {
+                log::warn!("{error}: such refusals are stored ('report' lists them)");
+            }
+            Some(Item::Refused {
+                instance: instance?,
+                time_ms: nasprobe_proto::time::now_ms(),
+                what: "frames that failed authentication (altered, dropped, replayed or injected \
+                   between the agent and the collector); reconnected"
+                    .into(),
+            })
+        }
+        Refusal::BadHost { error } => {
+            log::error!("{error}: host marked bad; nothing invalid is stored");
+            Some(Item::Refused {
+                instance: instance?,
+                time_ms: nasprobe_proto::time::now_ms(),
+                what: format!("host marked bad: {error}"),
+            })
+        }
+    }
+}
+
+/// A run of records over the caps, not yet handed to the store.
+#[derive(Debug, Clone, Copy)]
+struct Flood {
+    from_seq: u64,
+    to_seq: u64,
+    from_ms: u64,
+    to_ms: u64,
+    dropped: FloodCounts,
+    since: Instant,
+}
+
+/// Records taken on this connection, against the caps.
+#[derive(Debug, Clone, Copy, Default)]
+struct Taken {
+    samples: u64,
+    events: u64,
+    devices: u64,
+}
+
+/// One connection's gate (see the module's text). Turns each incoming item into what to store.
+pub(crate) struct Gate {
+    hello: Hello,
+    added: super::validate::Added,
+    /// Interval number (time_ms / interval_ms) and events kept in it (the backlog's cap).
+    bucket: (u64, usize),
+    flood: Option<Flood>,
+    /// When the live stream began (the `Hello`), on the collector's clock.
+    since: Instant,
+    /// Records up to this seq are the ring's backlog.
+    backlog_to: u64,
+    taken: Taken,
+}
+
+impl Gate {
+    /// The gate of a connection whose `Hello` is `hello`, resumed after seq `after`.
+    pub(crate) fn new(hello: &Hello, after: u64) -> Gate {
+        Gate {
+            hello: hello.clone(),
+            added: Default::default(),
+            bucket: (u64::MAX, 0),
+            flood: None,
+            since: Instant::now(),
+            backlog_to: hello
+                .newest_seq
+                .min(after.saturating_add(MAX_BACKLOG_RECORDS)),
+            taken: Taken::default(),
+        }
+    }
+
+    /// A gate whose live stream began `d` ago (for tests).
+    #[cfg(test)]
+    pub(crate) fn aged(mut self, d: Duration) -> Gate {
+        self.since = self.since.checked_sub(d).unwrap_or(self.since);
+        self
+    }
+
+    /// The pending flood, if any, into `out`.
+    pub(crate) fn flush(&mut self, instance: i64, out: &mut Vec<Item>) {
+        if let Some(f) = self.flood.take() {
+            out.push(Item::Flood {
+                instance,
+                from_seq: f.from_seq,
+                to_seq: f.to_seq,
+                from_ms: f.from_ms,
+                to_ms: f.to_ms,
+                dropped: f.dropped,
+            });
+        }
+    }
+
+    /// Intervals elapsed on the collector's clock since the live stream began.
+    fn intervals(&self) -> u64 {
+        let ms = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        ms / u64::from(self.hello.interval_ms.max(1))
+    }
+
+    /// The kind of cap `body` is over, if any (the backlog is under the caps but for devices).
+    fn over_cap(&self, seq: u64, body: &RecordBody) -> Option<FloodKind> {
+        let n = self.intervals();
+        let backlog = seq <= self.backlog_to;
+        match body {
+            RecordBody::Sample(_) => {
+                let allowed = n
+                    .saturating_mul(1000 + SAMPLE_RATE_SLACK_PER_MILLE)
+                    .saturating_div(1000)
+                    .saturating_add(SAMPLE_SLACK);
+                (!backlog && self.taken.samples >= allowed).then_some(FloodKind::Sample)
+            }
+            RecordBody::Event(Event::DeviceAdded(_)) => {
+                let allowed = n
+                    .saturating_mul(DEVICES_PER_INTERVAL)
+                    .saturating_add(DEVICE_SLACK);
+                (self.taken.devices >= allowed).then_some(FloodKind::Device)
+            }
+            RecordBody::Event(_) => {
+                let allowed = n
+                    .saturating_add(EVENT_SLACK_INTERVALS)
+                    .saturating_mul(EVENTS_PER_INTERVAL as u64);
+                let live_over = !backlog && self.taken.events >= allowed;
+                let bucket_over = self.bucket.1 >= EVENTS_PER_INTERVAL;
+                (live_over || bucket_over).then_some(FloodKind::Event)
+            }
+        }
+    }
+
+    /// Counts `body` as taken.
+    fn take(&mut self, seq: u64, body: &RecordBody) {
+        let backlog = seq <= self.backlog_to;
+        match body {
+            RecordBody::Sample(_) => self.taken.samples += u64::from(!backlog),
+            RecordBody::Event(ev) => {
+                self.bucket.1 += 1;
+                if matches!(ev, Event::DeviceAdded(_)) {
+                    self.taken.devices += 1;
+                } else {
+                    self.taken.events += u64::from(!backlog);
+                }
+                self.added.count(ev);
+            }
+        }
+    }
+
+    /// Adds a dropped record to the pending flood.
+    fn drop_record(&mut self, seq: u64, time_ms: u64, kind: FloodKind) {
+        let f = self.flood.get_or_insert(Flood {
+            from_seq: seq,
+            to_seq: seq,
+            from_ms: time_ms,
+            to_ms: time_ms,
+            dropped: FloodCounts::default(),
+            since: Instant::now(),
+        });
+        f.to_seq = seq;
+        f.from_ms = f.from_ms.min(time_ms);
+        f.to_ms = f.to_ms.max(time_ms);
+        match kind {
+            FloodKind::Sample => f.dropped.samples += 1,
+            FloodKind::Event => f.dropped.events += 1,
+            FloodKind::Device => f.dropped.devices += 1,
+        }
+    }
+
+    /// What to store for `inc` (nothing, or a flood range then the item).
+    pub(crate) fn admit(
+        &mut self,
+        inc: Incoming,
+        window: &TimeWindow,
+        (idx, host): (usize, &str),
+        instance: i64,
+        live: &Live,
+    ) -> Vec<Item> {
+        let mut out = Vec::new();
+        let (r, body) = match inc {
+            Incoming::KeepAlive(_) => {
+                self.flush(instance, &mut out);
+                return out;
+            }
+            Incoming::Gone(g) => {
+                self.flush(instance, &mut out);
+                live.with(idx, |h| {
+                    h.gap = Some(format!(
+                        "ring overwrote seq {}..{} ({} records)",
+                        g.from_seq,
+                        g.to_seq,
+                        g.to_seq - g.from_seq + 1
+                    ))
+                });
+                out.push(Item::Gone {
+                    instance,
+                    from_seq: g.from_seq,
+                    to_seq: g.to_seq,
+                });
+                return out;
+            }
+            Incoming::Record(r, body) => (r, body),
+        };
+        let verdict = window.check(r.time_ms).and_then(|()| match &r.body {
+            RecordBody::Sample(smp) => {
+                super::validate::check_sample_with(&self.hello, self.added, smp)
+            }
+            RecordBody::Event(ev) => super::validate::check_event_at(&self.hello, r.time_ms, ev),
+        });
+        if let Err(why) = verdict {
+            self.flush(instance, &mut out);
+            let refusal = Refusal::Rejected {
+                seq: r.seq,
+                why: &why,
+            };
+            note_refusal(live, idx, host, Some(instance), refusal);
+            out.push(Item::Rejected {
+                instance,
+                seq: r.seq,
+                time_ms: r.time_ms,
+                why,
+            });
+            return out;
+        }
+        if let RecordBody::Event(_) = &r.body {
+            let b = r.time_ms / u64::from(self.hello.interval_ms.max(1));
+            if self.bucket.0 != b {
+                self.bucket = (b, 0);
+            }
+        }
+        if let Some(kind) = self.over_cap(r.seq, &r.body) {
+            self.drop_record(r.seq, r.time_ms, kind);
+            note_refusal(live, idx, host, Some(instance), Refusal::Flood(kind));
+            if self.flood.is_some_and(|f| f.since.elapsed() >= FLOOD_FLUSH) {
+                self.flush(instance, &mut out);
+            }
+            return out;
+        }
+        self.take(r.seq, &r.body);
+        self.flush(instance, &mut out);
+        out.push(Item::from_record(instance, &r, body));
+        show(live, idx, *r);
+        out
+    }
+}
+
+/// A stored record into the views' state of host `idx`.
+fn show(live: &Live, idx: usize, r: nasprobe_proto::Record) {
+    live.with(idx, |h| {
+        h.received += 1;
+        match r.body {
+            RecordBody::Sample(smp) => {
+                if h.last.as_ref().is_none_or(|l| l.0 < r.seq) {
+                    h.last = Some((r.seq, r.time_ms, Box::new(smp)));
+                }
+            }
+            // Per-sample TCP connections are measurements, not recent events.
+            RecordBody::Event(Event::Connections(_)) => {}
+            RecordBody::Event(Event::OpenFiles(f)) => {
+                if h.files.as_ref().is_none_or(|l| l.0 <= r.time_ms) {
+                    h.files = Some((r.time_ms, f));
+                }
+            }
+            RecordBody::Event(ev) => {
+                h.events.push_back((r.time_ms, ev));
+                while h.events.len() > RECENT_EVENTS {
+                    h.events.pop_front();
+                }
+            }
+        }
+    });
+}
