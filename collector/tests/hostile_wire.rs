@@ -350,10 +350,10 @@ fn a_gone_past_the_hello_range_is_refused() {
 fn an_event_flood_is_capped_counted_and_one_gap() {
     let dir = tempfile::tempdir().unwrap();
     let (db, live) = collect(dir.path(), Attack::Flood, |h| {
-        h.received + h.dropped_events >= 20_004
+        h.received + h.dropped.events >= 20_004
     });
     let kept = EVENTS_PER_INTERVAL as u64;
-    assert_eq!(live.dropped_events, 20_000 - kept, "{live:?}");
+    assert_eq!(live.dropped.events, 20_000 - kept, "{live:?}");
     assert_eq!(live.received, 4 + kept);
     let conn = rusqlite::Connection::open(&db).unwrap();
     let events: i64 = conn

@@ -42,6 +42,9 @@ pub(crate) const DEVICE_SLACK: u64 =
 /// during a flood still has it, and `report` shows it while the flood lasts).
 pub(crate) const FLOOD_FLUSH: Duration = Duration::from_secs(1);
 
+/// Rejected records logged one by one on a connection's host; after them every thousandth.
+pub(crate) const REJECTED_LOGGED: u64 = 20;
+
 /// What the collector refused: each goes through [`note_refusal`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Refusal<'a> {
@@ -106,10 +109,14 @@ pub(crate) fn note_refusal(
             None
         }
         Refusal::Rejected { seq, why } => {
-            log::error!(
-                "{host}: record {seq} rejected, not stored ({why}); {first} rejected so far, host \
-                 marked bad"
-            );
+            // Each one is a gap row (under the caps); the log says the first ones and then
+            // every thousandth, so a stream of them cannot flood it.
+            if first <= REJECTED_LOGGED || first.is_multiple_of(1000) {
+                log::error!(
+                    "{host}: record {seq} rejected, not stored ({why}); {first} rejected so far, \
+                     host marked bad"
+                );
+            }
             None
         }
         Refusal::Tampered { error } => {
@@ -166,6 +173,24 @@ pub(crate) struct Gate {
     /// Records up to this seq are the ring's backlog.
     backlog_to: u64,
     taken: Taken,
+    /// Where a flood still pending when the gate is dropped goes (a run that stops cancels the
+    /// connection's task at its next await), and its instance.
+    store: Option<(smol::channel::Sender<super::conn::StoreMsg>, i64)>,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if let Some((tx, instance)) = self.store.take() {
+            let mut out = Vec::new();
+            self.flush(instance, &mut out);
+            for item in out {
+                // The store task drains the channel after the agent tasks are gone.
+                if tx.try_send(super::conn::StoreMsg::Item(item)).is_err() {
+                    log::warn!("a flood gap could not be handed to the store at the stop");
+                }
+            }
+        }
+    }
 }
 
 impl Gate {
@@ -181,7 +206,18 @@ impl Gate {
                 .newest_seq
                 .min(after.saturating_add(MAX_BACKLOG_RECORDS)),
             taken: Taken::default(),
+            store: None,
         }
+    }
+
+    /// Hands a flood still pending when the gate is dropped to `tx` (as of `instance`).
+    pub(crate) fn flushing_into(
+        mut self,
+        tx: smol::channel::Sender<super::conn::StoreMsg>,
+        instance: i64,
+    ) -> Gate {
+        self.store = Some((tx, instance));
+        self
     }
 
     /// A gate whose live stream began `d` ago (for tests).
@@ -252,7 +288,6 @@ impl Gate {
                 } else {
                     self.taken.events += u64::from(!backlog);
                 }
-                self.added.count(ev);
             }
         }
     }
@@ -311,6 +346,22 @@ impl Gate {
             }
             Incoming::Record(r, body) => (r, body),
         };
+        if let RecordBody::Event(_) = &r.body {
+            let b = r.time_ms / u64::from(self.hello.interval_ms.max(1));
+            if self.bucket.0 != b {
+                self.bucket = (b, 0);
+            }
+        }
+        // The caps first: a rejected record is a stored row too (its gap), so it takes a slot.
+        if let Some(kind) = self.over_cap(r.seq, &r.body) {
+            self.drop_record(r.seq, r.time_ms, kind);
+            note_refusal(live, idx, host, Some(instance), Refusal::Flood(kind));
+            if self.flood.is_some_and(|f| f.since.elapsed() >= FLOOD_FLUSH) {
+                self.flush(instance, &mut out);
+            }
+            return out;
+        }
+        self.take(r.seq, &r.body);
         let verdict = window.check(r.time_ms).and_then(|()| match &r.body {
             RecordBody::Sample(smp) => {
                 super::validate::check_sample_with(&self.hello, self.added, smp)
@@ -332,21 +383,9 @@ impl Gate {
             });
             return out;
         }
-        if let RecordBody::Event(_) = &r.body {
-            let b = r.time_ms / u64::from(self.hello.interval_ms.max(1));
-            if self.bucket.0 != b {
-                self.bucket = (b, 0);
-            }
+        if let RecordBody::Event(ev) = &r.body {
+            self.added.count(ev);
         }
-        if let Some(kind) = self.over_cap(r.seq, &r.body) {
-            self.drop_record(r.seq, r.time_ms, kind);
-            note_refusal(live, idx, host, Some(instance), Refusal::Flood(kind));
-            if self.flood.is_some_and(|f| f.since.elapsed() >= FLOOD_FLUSH) {
-                self.flush(instance, &mut out);
-            }
-            return out;
-        }
-        self.take(r.seq, &r.body);
         self.flush(instance, &mut out);
         out.push(Item::from_record(instance, &r, body));
         show(live, idx, *r);
