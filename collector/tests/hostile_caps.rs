@@ -116,6 +116,11 @@ fn events_under_alternating_times_stay_under_the_cap_and_one_flood_gap_counts_th
     assert_eq!(g.len(), 1, "one flood gap: {g:?}");
     assert!(g[0].1.starts_with("flood: "), "{g:?}");
     assert!(g[0].1.contains(" events"), "{g:?}");
+    // Every record received is stored or counted in the gap, up to the last one.
+    let last = count(&db, "SELECT MAX(last_seq) FROM instances");
+    assert_eq!(stored + g[0].0 as u64, last, "{g:?}");
+    let o = np(&db, &["check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     // (The live state was read a moment before the collection stopped.)
     assert!(
         g[0].0 as u64 >= live.dropped.events,

@@ -356,7 +356,11 @@ fn a_gone_past_the_hello_range_is_refused() {
             )
             .unwrap();
         // (A refused Hello registers nothing: there is no instance to store the refusal under.)
-        assert_eq!(refused >= 1, !hello_refused, "{attack:?}: the refusal is stored");
+        assert_eq!(
+            refused >= 1,
+            !hello_refused,
+            "{attack:?}: the refusal is stored"
+        );
         let o = np(&db, &["check"]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(

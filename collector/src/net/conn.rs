@@ -381,7 +381,7 @@ async fn run_connection(
         tx,
         live,
         &mut s,
-        Gate::new(&hello, after),
+        Gate::new(&hello, after).flushing_into(tx.clone(), reg.instance),
         reg.instance,
     )
     .await;

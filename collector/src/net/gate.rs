@@ -419,3 +419,128 @@ fn show(live: &Live, idx: usize, r: nasprobe_proto::Record) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hosts::HostSpec;
+    use crate::testing::{exit_event, nas_hello, nas_sample};
+
+    fn live() -> std::sync::Arc<Live> {
+        Live::new(&[HostSpec {
+            name: "h".into(),
+            addr: "127.0.0.1:1".into(),
+            token_file: None,
+        }])
+    }
+
+    fn rec(seq: u64, time_ms: u64, body: RecordBody) -> Incoming {
+        let raw = match &body {
+            RecordBody::Sample(s) => postcard::to_allocvec(s).unwrap(),
+            RecordBody::Event(e) => postcard::to_allocvec(e).unwrap(),
+        };
+        Incoming::Record(Box::new(nasprobe_proto::Record { seq, time_ms, body }), raw)
+    }
+
+    /// Feeds `n` records made by `body(seq)` to a gate whose stream began `age` ago; the items.
+    fn feed(
+        hello: &Hello,
+        after: u64,
+        age: Duration,
+        n: u64,
+        body: impl Fn(u64) -> RecordBody,
+    ) -> Vec<Item> {
+        let live = live();
+        let window = TimeWindow::new(hello);
+        let mut g = Gate::new(hello, after).aged(age);
+        let mut out = Vec::new();
+        for seq in after + 1..=after + n {
+            let t = hello.now_ms - 1000 + (seq % 2) * 1000;
+            out.extend(g.admit(rec(seq, t, body(seq)), &window, (0, "h"), 1, &live));
+        }
+        g.flush(1, &mut out);
+        out
+    }
+
+    fn counts(items: &[Item]) -> (u64, u64, FloodCounts) {
+        let mut dropped = FloodCounts::default();
+        let (mut samples, mut events) = (0, 0);
+        for it in items {
+            match it {
+                Item::Sample { .. } => samples += 1,
+                Item::Event { .. } => events += 1,
+                Item::Flood { dropped: d, .. } => dropped = dropped.add(*d),
+                _ => {}
+            }
+        }
+        (samples, events, dropped)
+    }
+
+    fn hello() -> Hello {
+        let mut h = nas_hello(1, 1_800_000_000_000 - 60_000, 1000);
+        h.now_ms = 1_800_000_000_000;
+        h
+    }
+
+    #[test]
+    fn live_samples_follow_the_collectors_clock_the_backlog_does_not() {
+        let h = hello();
+        let items = feed(&h, 0, Duration::from_secs(10), 1000, |s| {
+            RecordBody::Sample(nas_sample(s))
+        });
+        let (samples, _, dropped) = counts(&items);
+        assert_eq!(samples, 10 * 1050 / 1000 + SAMPLE_SLACK, "{dropped:?}");
+        assert_eq!(dropped.samples, 1000 - samples);
+        // The same 1000 as the ring's backlog: all taken.
+        let mut ring = h.clone();
+        ring.oldest_seq = 1;
+        ring.newest_seq = 1000;
+        let items = feed(&ring, 0, Duration::ZERO, 1000, |s| {
+            RecordBody::Sample(nas_sample(s))
+        });
+        assert_eq!(counts(&items).0, 1000);
+    }
+
+    #[test]
+    fn events_alternating_between_two_intervals_stay_under_the_cap() {
+        let h = hello();
+        let items = feed(&h, 0, Duration::from_secs(2), 20_000, |s| {
+            let RecordBody::Event(Event::ProcessExit(mut x)) =
+                RecordBody::Event(exit_event(s as u32))
+            else {
+                unreachable!()
+            };
+            x.lifetime_ms = 2000;
+            x.cpu_ticks = 10;
+            RecordBody::Event(Event::ProcessExit(x))
+        });
+        let (_, events, dropped) = counts(&items);
+        assert_eq!(
+            events,
+            (2 + EVENT_SLACK_INTERVALS) * EVENTS_PER_INTERVAL as u64
+        );
+        assert_eq!(dropped.events, 20_000 - events);
+        let devices = feed(&h, 0, Duration::from_secs(2), 5_000, |s| {
+            RecordBody::Event(Event::DeviceAdded(nasprobe_proto::DeviceAdded::Disk(
+                crate::testing::s(&format!("sd{s}")),
+            )))
+        });
+        let (_, taken, dropped) = counts(&devices);
+        assert_eq!(taken, DEVICE_SLACK + 2 * DEVICES_PER_INTERVAL);
+        assert_eq!(dropped.devices, 5_000 - taken);
+    }
+
+    #[test]
+    fn flood_counts_round_trip_through_the_gaps_reason() {
+        let c = FloodCounts {
+            samples: 3,
+            events: 40_000,
+            devices: 7,
+        };
+        assert_eq!(FloodCounts::parse(&c.reason()), Some(c));
+        assert_eq!(
+            FloodCounts::parse("flood: events over the cap per interval dropped"),
+            None
+        );
+    }
+}
