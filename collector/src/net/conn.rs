@@ -408,7 +408,7 @@ async fn stream(
     let mut frames = 0u32;
     loop {
         frames += 1;
-        if frames % FRAMES_PER_YIELD == 0 {
+        if frames.is_multiple_of(FRAMES_PER_YIELD) {
             if live.abandon.load(Ordering::SeqCst) {
                 return Ok(());
             }
