@@ -96,6 +96,7 @@ fn events_under_alternating_times_stay_under_the_cap_and_one_flood_gap_counts_th
         Duration::from_secs(4),
     );
     let stored = count(&db, "SELECT COUNT(*) FROM events");
+    eprintln!("alternating times: {sent} events sent in {took:?}, {stored} stored");
     // The gate's allowance: (intervals + 4 of slack) x the cap, on the collector's clock.
     let most = (intervals(took) + 4) * EVENTS_PER_INTERVAL as u64;
     assert!(
@@ -152,6 +153,7 @@ fn device_announcements_are_capped_on_the_collectors_clock() {
         &db,
         "SELECT COUNT(*) FROM events WHERE kind = 'device_added'",
     );
+    eprintln!("DeviceAdded: {sent} sent in {took:?}, {stored} stored");
     // Two full inventories at once, then two an interval.
     let most = 2 * (48 + 32) + 2 * intervals(took);
     assert!(
@@ -175,6 +177,7 @@ fn samples_at_100_times_the_hellos_rate_are_capped_at_the_rate() {
     let (db, live, sent, took) = flood(dir.path(), FloodMode::Samples, Duration::from_secs(5));
     let stored = count(&db, "SELECT COUNT(*) FROM samples")
         + count(&db, "SELECT COALESCE(SUM(n), 0) FROM sample_chunks");
+    eprintln!("samples at 100x: {sent} sent in {took:?}, {stored} stored");
     // One an interval (+5 %) + 20 of slack.
     let most = intervals(took) * 105 / 100 + 21;
     assert!(
@@ -249,6 +252,7 @@ fn record_under_a_keepalive_flood_ends_on_time_exits_1_and_the_refusal_is_report
     let took = started.elapsed();
     let out = out.expect("record ended");
     let err = stderr_of(dir.path());
+    eprintln!("KeepAlive flood: record --duration 5s took {took:?}");
     assert!(took < Duration::from_secs(9), "record took {took:?}: {err}");
     assert_eq!(out.code(), Some(1), "{err}");
     assert!(err.contains("nas: delivered nothing"), "{err}");
@@ -293,6 +297,7 @@ fn record_under_an_event_flood_ends_on_time_and_on_sigterm_at_once() {
     let (out, took) = wait_for(child, Duration::from_secs(40));
     let out = out.expect("record ended");
     let err = stderr_of(dir.path());
+    eprintln!("event flood: record --duration 5s took {took:?}");
     assert!(
         took < Duration::from_secs(9),
         "record --duration 5s took {took:?}: {err}"
@@ -305,6 +310,7 @@ fn record_under_an_event_flood_ends_on_time_and_on_sigterm_at_once() {
     signal(&child, "TERM");
     let (out, took) = wait_for(child, Duration::from_secs(30));
     assert!(out.is_some(), "record ignored SIGTERM for 30 s");
+    eprintln!("event flood: SIGTERM ended record in {took:?}");
     assert!(
         took < Duration::from_secs(3),
         "SIGTERM took {took:?} to end record"
@@ -320,6 +326,7 @@ fn watch_plain_stops_on_sigint_under_a_flood() {
     signal(&child, "INT");
     let (out, took) = wait_for(child, Duration::from_secs(30));
     assert!(out.is_some(), "watch ignored SIGINT for 30 s");
+    eprintln!("event flood: SIGINT ended watch --plain in {took:?}");
     assert!(
         took < Duration::from_secs(3),
         "SIGINT took {took:?} to end watch"
@@ -414,6 +421,10 @@ fn record_through_a_relay_breaking_every_frame_from_second_3_exits_1_and_says_so
         .unwrap()
         .parse()
         .unwrap();
+    eprintln!(
+        "relay breaking from 3 s: {line} / {}",
+        err.lines().last().unwrap_or("")
+    );
     assert!(
         (5.0..=10.5).contains(&secs),
         "unreachable {secs} s of 10: {err}"

@@ -118,22 +118,22 @@ pub fn run(
                 refusal_note(&h)
             );
         }
-        if let Some(e) = h.config_error {
-            failed.push(e);
-        } else if h.received == 0 && judged {
-            failed.push(format!(
+        let mut why: Vec<String> = h.config_error.clone().into_iter().collect();
+        if h.received == 0 && judged {
+            why.push(format!(
                 "{}: delivered nothing in {:.1} s",
                 h.name,
                 ran.as_secs_f64()
             ));
         } else if down > ran / 2 && judged {
-            failed.push(format!(
+            why.push(format!(
                 "{}: unreachable for most of the run ({:.1} s of {:.1} s)",
                 h.name,
                 down.as_secs_f64(),
                 ran.as_secs_f64()
             ));
         }
+        failed.extend(why);
     }
     anyhow::ensure!(failed.is_empty(), "{}", failed.join("; "));
     Ok(())

@@ -263,16 +263,9 @@ pub async fn agent_task(
         {
             wait = wait.max(Duration::from_secs(10));
         }
-        if let ConnError::Client(c @ ClientError::Tampered { .. }) = &err {
+        if let ConnError::Client(ClientError::Tampered { .. }) = &err {
             // Before the registration (the handshake's sealed frames): counted, not stored.
-            let error = c.to_string();
-            note_refusal(
-                &live,
-                idx,
-                &spec.name,
-                None,
-                Refusal::Tampered { error: &error },
-            );
+            note_refusal(&live, idx, &spec.name, None, Refusal::Tampered);
         }
         if let Some(ClientError::Tampered { .. }) = client {
             // Someone between altered the stream: nothing of it was stored; the gap lasts
@@ -421,7 +414,7 @@ async fn stream(
                 gate.flush(instance, &mut items);
                 let error = e.to_string();
                 let refusal = match &e {
-                    ClientError::Tampered { .. } => Some(Refusal::Tampered { error: &error }),
+                    ClientError::Tampered { .. } => Some(Refusal::Tampered),
                     c if c.is_bad_agent() => Some(Refusal::BadHost { error: &error }),
                     _ => None,
                 };

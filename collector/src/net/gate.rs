@@ -53,7 +53,7 @@ pub(crate) enum Refusal<'a> {
     /// A record that failed the plausibility checks (a `rejected` gap).
     Rejected { seq: u64, why: &'a str },
     /// Frames that failed authentication (a relay altered, dropped, replayed them).
-    Tampered { error: &'a str },
+    Tampered,
     /// The agent sent something invalid: the host is marked bad.
     BadHost { error: &'a str },
 }
@@ -84,7 +84,7 @@ pub(crate) fn note_refusal(
                 h.bad = Some(format!("record {seq} rejected: {why}"));
                 &mut h.rejected
             }
-            Refusal::Tampered { .. } => &mut h.tampered,
+            Refusal::Tampered => &mut h.tampered,
             Refusal::BadHost { error } => {
                 h.bad = Some(error.to_string());
                 &mut h.marked_bad
@@ -119,18 +119,14 @@ pub(crate) fn note_refusal(
             }
             None
         }
-        Refusal::Tampered { error } => {
-            if first == 1 {
-                log::warn!("{error}: such refusals are stored ('report' lists them)");
-            }
-            Some(Item::Refused {
-                instance: instance?,
-                time_ms: nasprobe_proto::time::now_ms(),
-                what: "frames that failed authentication (altered, dropped, replayed or injected \
+        // (The connection's task logs the error itself, once.)
+        Refusal::Tampered => Some(Item::Refused {
+            instance: instance?,
+            time_ms: nasprobe_proto::time::now_ms(),
+            what: "frames that failed authentication (altered, dropped, replayed or injected \
                    between the agent and the collector); reconnected"
-                    .into(),
-            })
-        }
+                .into(),
+        }),
         Refusal::BadHost { error } => {
             log::error!("{error}: host marked bad; nothing invalid is stored");
             Some(Item::Refused {
