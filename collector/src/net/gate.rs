@@ -198,9 +198,13 @@ impl Gate {
             bucket: (u64::MAX, 0),
             flood: None,
             since: Instant::now(),
-            backlog_to: hello
-                .newest_seq
-                .min(after.saturating_add(MAX_BACKLOG_RECORDS)),
+            // The backlog starts after what the collector holds, or at the ring's oldest (the
+            // records before it come as a `Gone`).
+            backlog_to: hello.newest_seq.min(
+                after
+                    .max(hello.oldest_seq.saturating_sub(1))
+                    .saturating_add(MAX_BACKLOG_RECORDS),
+            ),
             taken: Taken::default(),
             store: None,
         }
@@ -495,6 +499,20 @@ mod tests {
             RecordBody::Sample(nas_sample(s))
         });
         assert_eq!(counts(&items).0, 1000);
+        // A long-lived agent's ring far past seq 2^22, met by a new collector (after 0).
+        let mut old = h.clone();
+        old.oldest_seq = 1_000_000_001;
+        old.newest_seq = 1_000_001_000;
+        let live = live();
+        let window = TimeWindow::new(&old);
+        let mut g = Gate::new(&old, 0);
+        let mut taken = 0;
+        for seq in old.oldest_seq..=old.newest_seq {
+            let inc = rec(seq, old.now_ms, RecordBody::Sample(nas_sample(seq)));
+            let items = g.admit(inc, &window, (0, "h"), 1, &live);
+            taken += counts(&items).0;
+        }
+        assert_eq!(taken, 1000);
     }
 
     #[test]
