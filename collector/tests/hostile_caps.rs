@@ -432,4 +432,10 @@ fn record_through_a_relay_breaking_every_frame_from_second_3_exits_1_and_says_so
     let text =
         String::from_utf8_lossy(&np(&dir.path().join("r.db"), &["report"]).stdout).to_string();
     assert!(text.contains("Refused by the collector"), "{text}");
+    let refused: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Refused by"))
+        .collect();
+    eprintln!("relay breaking from 3 s: report: {refused:?}");
+    assert!(text.contains("frames that failed authentication"), "{text}");
 }

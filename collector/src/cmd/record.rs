@@ -148,13 +148,13 @@ fn refusal_note(h: &crate::net::conn::HostLive) -> String {
     let mut parts = Vec::new();
     if h.tampered > 0 {
         parts.push(format!(
-            "{} connections with frames failing authentication",
+            "connections ended by frames failing authentication: {}",
             h.tampered
         ));
     }
     if h.marked_bad > 0 {
         parts.push(format!(
-            "{} connections ended with the host marked bad",
+            "connections ended with the host marked bad: {}",
             h.marked_bad
         ));
     }

@@ -263,10 +263,7 @@ pub async fn agent_task(
         {
             wait = wait.max(Duration::from_secs(10));
         }
-        if let ConnError::Client(ClientError::Tampered { .. }) = &err {
-            // Before the registration (the handshake's sealed frames): counted, not stored.
-            note_refusal(&live, idx, &spec.name, None, Refusal::Tampered);
-        }
+
         if let Some(ClientError::Tampered { .. }) = client {
             // Someone between altered the stream: nothing of it was stored; the gap lasts
             // until a connection streams again (the resume then fills it from the ring).
@@ -274,18 +271,18 @@ pub async fn agent_task(
         }
         let config = client.is_some_and(|c| c.is_configuration());
         live.with(idx, |h| h.config_error = config.then(|| err.to_string()));
-        if let ConnError::Client(c) = &err
-            && c.is_bad_agent()
+        // A refusal before the registration (the handshake's sealed frames, a bad Hello, proof
+        // or version): filed under the host's newest instance, if it has one.
+        let error = err.to_string();
+        let refusal = match &err {
+            ConnError::Client(ClientError::Tampered { .. }) => Some(Refusal::Tampered),
+            ConnError::Client(c) if c.is_bad_agent() => Some(Refusal::BadHost { error: &error }),
+            _ => None,
+        };
+        if let Some(item) = refusal.and_then(|r| note_refusal(&live, idx, &spec.name, None, r))
+            && tx.send(StoreMsg::Item(item)).await.is_err()
         {
-            // Before a registration (a bad Hello, proof, version): counted, nothing to store.
-            let error = err.to_string();
-            note_refusal(
-                &live,
-                idx,
-                &spec.name,
-                None,
-                Refusal::BadHost { error: &error },
-            );
+            return; // the store task is gone: shutting down
         }
         log::warn!("{err}; retrying in {:.1}s", wait.as_secs_f64());
         live.with(idx, |h| {

@@ -67,7 +67,9 @@ pub(crate) enum FloodKind {
 }
 
 /// The one place where a refusal is counted (for views and `record`'s summary) and logged.
-/// Returns the item to store for it, if any (floods and rejected records make their own).
+/// Returns the item to store for it, if any (floods and rejected records make their own);
+/// `instance` is the connection's registered instance, None before its `Hello` was registered
+/// (the store then files it under the host's newest instance, if it has one).
 pub(crate) fn note_refusal(
     live: &Live,
     idx: usize,
@@ -121,7 +123,8 @@ pub(crate) fn note_refusal(
         }
         // (The connection's task logs the error itself, once.)
         Refusal::Tampered => Some(Item::Refused {
-            instance: instance?,
+            instance,
+            host: host.to_string(),
             time_ms: nasprobe_proto::time::now_ms(),
             what: "frames that failed authentication (altered, dropped, replayed or injected \
                    between the agent and the collector); reconnected"
@@ -130,7 +133,8 @@ pub(crate) fn note_refusal(
         Refusal::BadHost { error } => {
             log::error!("{error}: host marked bad; nothing invalid is stored");
             Some(Item::Refused {
-                instance: instance?,
+                instance,
+                host: host.to_string(),
                 time_ms: nasprobe_proto::time::now_ms(),
                 what: format!("host marked bad: {error}"),
             })

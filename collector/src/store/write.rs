@@ -77,8 +77,12 @@ pub enum Item {
     /// authentication, a host marked bad, a KeepAlive flood): a gap row with no seq range and
     /// reason [`nasprobe_analysis::REFUSED_PREFIX`] `WHAT`, `samples` counting the refusals
     /// (merged with the same refusal of the last minute). `time_ms` is the collector's clock.
+    /// Without an `instance` (the connection failed before its `Hello` was registered) it is
+    /// filed under the newest instance of `host`; a host never registered has nothing to file
+    /// it under (the log and `record`'s summary say it).
     Refused {
-        instance: i64,
+        instance: Option<i64>,
+        host: String,
         time_ms: u64,
         what: String,
     },
@@ -357,10 +361,11 @@ impl<'t, 'a> Batch<'t, 'a> {
             }
             Item::Refused {
                 instance,
+                host,
                 time_ms,
                 what,
             } => {
-                return insert_refusal(self.tx, *instance, *time_ms, what);
+                return insert_refusal(self.tx, (*instance, host), *time_ms, what);
             }
             Item::Rejected {
                 instance,
@@ -560,10 +565,26 @@ fn insert_flood_gap(
 /// last minute, else a new row.
 fn insert_refusal(
     tx: &rusqlite::Transaction<'_>,
-    instance: i64,
+    (instance, host): (Option<i64>, &str),
     time_ms: u64,
     what: &str,
 ) -> rusqlite::Result<()> {
+    let instance = match instance {
+        Some(i) => i,
+        None => {
+            let newest: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT i.id FROM instances i JOIN hosts h ON h.id = i.host WHERE h.name = ?1
+                     ORDER BY i.first_seen_ms DESC, i.id DESC LIMIT 1",
+                )?
+                .query_row([host], |r| r.get(0))
+                .optional()?;
+            match newest {
+                Some(i) => i,
+                None => return Ok(()),
+            }
+        }
+    };
     let reason = format!("{} {what}", nasprobe_analysis::REFUSED_PREFIX);
     let merged = tx.execute(
         "UPDATE gaps SET to_ms = MAX(to_ms, ?3), samples = samples + 1
