@@ -125,7 +125,9 @@ pub fn run(
                 h.name,
                 ran.as_secs_f64()
             ));
-        } else if down > ran / 2 && judged {
+        } else if judged
+            && (down > ran * 3 / 4 || (down > ran / 2 && h.tampered + h.marked_bad > 0))
+        {
             why.push(format!(
                 "{}: unreachable for most of the run ({:.1} s of {:.1} s)",
                 h.name,
@@ -140,7 +142,10 @@ pub fn run(
 }
 
 /// A run shorter than this is not judged by how long a host was unreachable (connecting alone
-/// takes a moment); one that delivered nothing fails whatever its length.
+/// takes a moment). A judged host fails when it delivered nothing, was unreachable for more than
+/// three quarters of the run, or for more than half of it with refusals (frames failing
+/// authentication, marked bad): an agent restarted on purpose, reconnecting after its backoff,
+/// is away for half of a short run and still a success.
 const UNREACHABLE_JUDGED_AFTER: Duration = Duration::from_secs(2);
 
 /// What the collector refused of host `h` on this run, for its unreachable line.
