@@ -11,7 +11,10 @@
 //!   the analysis);
 //! - [`export`]: VictoriaMetrics, the scrape endpoint, the point formats;
 //! - [`model`]: decoded samples and rates; [`live_verdict`]: the verdict over the last minute;
-//!   [`local`]: `watch --local` runs an agent on this machine.
+//!   [`local`]: `watch --local` runs an agent on this machine;
+//! - `sys`: every `unsafe` (the signal pipe, aligned uncached I/O); denied elsewhere.
+
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod cmd;
@@ -23,8 +26,10 @@ pub mod local;
 pub mod model;
 pub mod net;
 pub mod output;
-pub mod signals;
 pub mod store;
+#[allow(unsafe_code)]
+mod sys;
+pub use sys::signals;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod token;

@@ -25,6 +25,7 @@ use crate::{Auth, AuthOk, Challenge, Hello, Message, PROTOCOL_VERSION, REASON_LE
 
 /// Why a handshake failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HandshakeError {
     /// A message the protocol does not allow at this step.
     Unexpected {

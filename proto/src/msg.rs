@@ -151,7 +151,7 @@ pub enum TestRequest {
 pub const MAX_NET_RUNS: usize = 4;
 /// Most streams of one run.
 pub const MAX_NET_STREAMS: u8 = 16;
-/// An address the sender connects to ("192.0.2.10:7452", "[2001:db8::1]:7452").
+/// An address the sender connects to ("192.0.2.10:7452", `"[2001:db8::1]:7452"`).
 pub const ADDR_LEN: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

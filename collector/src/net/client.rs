@@ -30,6 +30,7 @@ pub(crate) const KEEPALIVES_PER_S: u64 = 2;
 pub(crate) const KEEPALIVE_SLACK: u64 = 20;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     #[error("{host}: cannot connect to {addr}: {source}")]
     Connect {
@@ -68,6 +69,9 @@ pub enum ClientError {
     BadAgentProof { host: String },
     #[error("{host}: {}", nasprobe_proto::version_advice(*.version, "agent", "collector"))]
     Version { host: String, version: u8 },
+    /// A handshake failure this collector has no better words for (a newer protocol crate's).
+    #[error("{host}: handshake failed: {reason}")]
+    Handshake { host: String, reason: String },
     /// A frame after the handshake whose MAC does not match: someone between the agent and
     /// the collector altered, dropped, replayed, injected or reordered frames. Nothing of it is
     /// stored; the collector reconnects and resumes.
@@ -304,6 +308,10 @@ impl Session {
                             reason: nasprobe_proto::sanitize::text(&reason),
                         },
                         HandshakeError::Version(version) => ClientError::Version { host, version },
+                        other => ClientError::Handshake {
+                            host,
+                            reason: other.to_string(),
+                        },
                     });
                 }
             }

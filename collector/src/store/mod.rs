@@ -61,6 +61,7 @@ pub(crate) const REASON_REJECTED: &str = "rejected";
 pub(crate) const REASON_FLOOD: &str = "flood: records over the collector's caps dropped";
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     #[error(
         "database {path}: disk full (SQLITE_FULL); writes are paused and retried until space returns"

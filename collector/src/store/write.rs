@@ -63,7 +63,7 @@ pub enum Item {
         to_seq: u64,
     },
     /// Records over the collector's caps, `from_seq..=to_seq` (records in between that were
-    /// under the caps are stored): a gap with reason [`REASON_FLOOD`] and the counts, merged
+    /// under the caps are stored): a gap with reason `REASON_FLOOD` and the counts, merged
     /// into the instance's previous flood gap when that ended less than a minute before.
     Flood {
         instance: i64,
@@ -238,7 +238,7 @@ impl Store {
     }
 
     /// Keeps the clock offset of `instance` measured now if it is more precise than the one
-    /// stored, or that one is stale ([`CLOCK_STALE_MS`]).
+    /// stored, or that one is stale (`CLOCK_STALE_MS`).
     pub fn note_clock(
         &mut self,
         instance: i64,
