@@ -105,7 +105,7 @@ pub enum ClientError {
         crate::net::validate::MAX_SEQ
     )]
     SeqRange { host: String, expected: u64 },
-    /// More `KeepAlive`s than [`KEEPALIVES_PER_S`] allows over the connection's time.
+    /// More `KeepAlive`s than `KEEPALIVES_PER_S` allows over the connection's time.
     #[error(
         "{host}: {count} KeepAlives in {seconds:.1} s (at most {KEEPALIVES_PER_S} a second): a KeepAlive flood, disconnected"
     )]

@@ -1,5 +1,5 @@
 //! The agents on the network: [`client`], one agent connection (the protocol's collector side);
-//! [`conn`], the smol supervisor (one task per agent, one store task); [`gate`], the caps and
+//! [`conn`], the smol supervisor (one task per agent, one store task); `gate`, the caps and
 //! checks between a connection and the store; [`validate`], the plausibility checks on what an
 //! agent sends, before anything is stored.
 
