@@ -181,6 +181,8 @@ pub struct Session {
     /// The session's MACs (frames to the agent, from it), once the agent proved the token.
     tx_mac: Option<FrameMac>,
     rx_mac: Option<FrameMac>,
+    /// The session key, once the agent proved the token (a `test net` run key comes from it).
+    session_key: Option<[u8; 32]>,
     /// The agent's clock against this one, measured over the handshake's last round trip.
     pub clock: Option<nasprobe_analysis::ClockOffset>,
     /// `KeepAlive`s received since the `Hello` (against [`KEEPALIVES_PER_S`]).
@@ -242,6 +244,7 @@ impl Session {
             hello_at: std::time::Instant::now(),
             tx_mac: None,
             rx_mac: None,
+            session_key: None,
             clock: None,
             keepalives: 0,
         };
@@ -276,6 +279,7 @@ impl Session {
                         self.tx_mac = Some(tx);
                         self.rx_mac = Some(rx);
                     }
+                    self.session_key = hs.session_key(token);
                 }
                 Ok(ClientAction::Hello(mut h)) => {
                     let received_ms = nasprobe_proto::time::now_ms();
@@ -401,6 +405,11 @@ impl Session {
                 return Ok(r);
             }
         }
+    }
+
+    /// The session key of this authenticated connection (see `nasprobe_proto::test_stream`).
+    pub fn session_key(&self) -> Option<[u8; 32]> {
+        self.session_key
     }
 
     /// Sends a test request (see [`Session::test`]); the replies come from
