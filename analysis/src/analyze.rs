@@ -89,6 +89,9 @@ pub fn analyze_with_detail(
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();
     let (transfers, stalls) = crate::transfers::build(hosts, from, to);
+    let (refusals, gaps): (Vec<GapOut>, Vec<GapOut>) = gaps(hosts, &raw)
+        .into_iter()
+        .partition(|g| crate::is_refusal(&g.reason));
     let report = Report {
         window: Window {
             from: rfc3339(from),
@@ -100,7 +103,8 @@ pub fn analyze_with_detail(
         bottleneck: judged.bottleneck,
         events,
         patterns,
-        gaps: gaps(hosts, &raw),
+        gaps,
+        refusals,
         progress,
         transfers,
         stalls,

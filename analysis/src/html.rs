@@ -354,6 +354,13 @@ fn window_notes(o: &mut String, r: &Report) {
         })
         .collect();
     list(o, "Missing data (shaded on the charts)", "gaps", &gaps);
+    let refusals: Vec<String> = r.refusals.iter().map(crate::text::refusal_line).collect();
+    list(
+        o,
+        "Refused by the collector (not stored)",
+        "refusals",
+        &refusals,
+    );
     let progress: Vec<String> = r
         .progress
         .iter()

@@ -38,4 +38,4 @@ pub use verdict::limit;
 
 pub use analyze::{Analysis, Detail, Options, analyze, analyze_with_detail, build};
 pub use input::{ClockOffset, GapInfo, HostData, Instance, TimedEvent, TimedSample};
-pub use report::Report;
+pub use report::{REFUSED_PREFIX, Report, is_refusal};

@@ -15,6 +15,10 @@ pub struct Report {
     pub events: Vec<EventOut>,
     pub patterns: Vec<Pattern>,
     pub gaps: Vec<GapOut>,
+    /// What the collector refused on its connections that is not missing data (frames that
+    /// failed authentication, a host marked bad, a KeepAlive flood): stored gap rows whose
+    /// reason starts with [`REFUSED_PREFIX`], `samples` the number of refusals.
+    pub refusals: Vec<GapOut>,
     pub progress: Vec<Progress>,
     /// The files the transfer's processes had open in the last minute of the window.
     pub transfers: Vec<crate::transfers::Transfer>,
@@ -319,6 +323,14 @@ pub struct Progress {
     pub used_bytes: f64,
     pub expected_bytes: Option<u64>,
     pub eta_seconds: Option<f64>,
+}
+
+/// Prefix of the reason of a stored refusal of the collector (see [`Report::refusals`]).
+pub const REFUSED_PREFIX: &str = "refused:";
+
+/// True for the reason of a stored refusal: not missing data, listed apart from the gaps.
+pub fn is_refusal(reason: &str) -> bool {
+    reason.starts_with(REFUSED_PREFIX)
 }
 
 /// Prefix of the gap reason of a stored row that could not be decoded (a corrupt row): it is

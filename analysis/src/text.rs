@@ -147,6 +147,7 @@ pub fn render(r: &Report) -> String {
         );
     }
     gaps(&mut o, r);
+    refusals(&mut o, r);
     o
 }
 
@@ -238,6 +239,7 @@ pub fn render_events(r: &Report) -> String {
     }
     patterns(&mut o, r);
     gaps(&mut o, r);
+    refusals(&mut o, r);
     o
 }
 
@@ -287,6 +289,34 @@ fn gaps(o: &mut String, r: &Report) {
                     .unwrap_or_default(),
                 g.reason
             );
+        }
+    }
+}
+
+/// One refusal of the collector: host, when, how many times, what.
+pub(crate) fn refusal_line(g: &crate::report::GapOut) -> String {
+    let what = g
+        .reason
+        .strip_prefix(crate::REFUSED_PREFIX)
+        .unwrap_or(&g.reason)
+        .trim_start();
+    let times = match g.samples {
+        Some(1) | None => String::new(),
+        Some(n) => format!(" ({n} times)"),
+    };
+    if g.from == g.to {
+        format!("{} {}{times}: {what}", g.host, g.from)
+    } else {
+        format!("{} {} .. {}{times}: {what}", g.host, g.from, g.to)
+    }
+}
+
+/// What the collector refused on its connections (stored, so shown after the fact).
+fn refusals(o: &mut String, r: &Report) {
+    if !r.refusals.is_empty() {
+        let _ = writeln!(o, "\nRefused by the collector (not stored):");
+        for g in &r.refusals {
+            let _ = writeln!(o, "  - {}", refusal_line(g));
         }
     }
 }

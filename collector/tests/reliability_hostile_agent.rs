@@ -143,7 +143,9 @@ fn serve(mut c: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()>
         std::thread::sleep(Duration::from_secs(1));
         return Ok(());
     }
-    let mut hello = nas_hello(INSTANCE, 1_700_000_000_000, 1000);
+    // 100 ms: it streams 10 records a second (the collector takes no more live samples than
+    // the Hello's interval allows).
+    let mut hello = nas_hello(INSTANCE, 1_700_000_000_000, 100);
     if mode == Mode::FutureHello {
         hello.protocol_version = PROTOCOL_VERSION + 1;
     }
@@ -238,8 +240,9 @@ fn hostile_agents_are_marked_bad_and_nothing_invalid_is_stored() {
 
 fn hostile_body() {
     let t0 = Instant::now();
-    // The good agent: 300 records of history, then 10 more a second.
-    let mut h = FakeHistory::new(0x600d, 1_700_000_000_000, 1000);
+    // The good agent: 300 records of history, then 10 more a second (its Hello says 100 ms:
+    // the collector takes no more live samples than the interval allows).
+    let mut h = FakeHistory::new(0x600d, 1_700_000_000_000, 100);
     for _ in 0..300 {
         h.push(usize::MAX);
     }

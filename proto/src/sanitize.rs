@@ -7,8 +7,11 @@
 //! character is replaced by a visible stand-in, never dropped silently:
 //!
 //! - C0 controls (U+0000..U+001F) by their Control Picture (`ESC` → `␛`, U+241B), DEL by `␡`;
-//! - C1 controls (U+0080..U+009F), bidi controls (U+061C, U+200E, U+200F, U+202A..U+202E,
-//!   U+2066..U+2069) and the line/paragraph separators U+2028/U+2029 by `�` (U+FFFD).
+//! - C1 controls (U+0080..U+009F), every invisible format character (Unicode general category
+//!   Cf: zero-width space, joiners and no-break space U+200B..U+200D, U+2060, U+FEFF, the soft
+//!   hyphen, bidi controls U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069, tags
+//!   U+E0001..U+E007F, ...; see [`is_format`]) and the line/paragraph separators U+2028/U+2029
+//!   by `�` (U+FFFD): `rs\u{200b}ync` shows as `rs�ync`, never as `rsync`.
 //!
 //! Wire strings have a fixed capacity; when a stand-in does not fit, `?` is used (one byte, never
 //! longer than what it replaces). The collector applies it to every message as it is decoded
@@ -23,14 +26,39 @@ pub fn stand_in(c: char) -> Option<char> {
     match c {
         '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32),
         '\u{7f}' => Some('\u{2421}'),
-        '\u{80}'..='\u{9f}'
-        | '\u{61c}'
-        | '\u{200e}'
-        | '\u{200f}'
-        | '\u{2028}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}' => Some('\u{fffd}'),
+        '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}' => Some('\u{fffd}'),
+        c if is_format(c) => Some('\u{fffd}'),
         _ => None,
     }
+}
+
+/// True for a character of Unicode general category Cf (format: invisible, yet it changes
+/// how text shows or compares), as of Unicode 15.1.
+pub fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61c}'
+            | '\u{6dd}'
+            | '\u{70f}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
 }
 
 /// True when `s` holds nothing [`stand_in`] would replace.
@@ -237,5 +265,25 @@ mod tests {
         );
         let mut ok: heapless::String<8> = "smbd".try_into().unwrap();
         assert!(!fix(&mut ok));
+    }
+
+    #[test]
+    fn invisible_format_characters_become_visible() {
+        for (name, shown) in [
+            ("rs\u{200b}ync", "rs\u{fffd}ync"),
+            ("rs\u{2060}ync", "rs\u{fffd}ync"),
+            ("\u{feff}rsync", "\u{fffd}rsync"),
+            ("rs\u{ad}ync", "rs\u{fffd}ync"),
+            ("rsync\u{e0041}", "rsync\u{fffd}"),
+            ("smb\u{2067}d", "smb\u{fffd}d"),
+        ] {
+            let mut t: heapless::String<32> = name.try_into().unwrap();
+            assert!(fix(&mut t), "{name:?} changed");
+            assert_eq!(t.as_str(), shown);
+            assert_ne!(t.as_str(), "rsync");
+        }
+        // Visible letters of other scripts stay.
+        let mut t: heapless::String<32> = "日本 é ß".try_into().unwrap();
+        assert!(!fix(&mut t));
     }
 }

@@ -74,6 +74,9 @@ python3 - "$TMP/report.json" <<'PY' || die "the relayed store has gaps"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["gaps"] == [], r["gaps"]
+# The five tamperings are stored refusals (issue 28), shown by report after the fact.
+n = sum(x["samples"] for x in r["refusals"] if "failed authentication" in x["reason"])
+assert n == 5, r["refusals"]
 PY
 "$NP" --db "$TMP/relay.db" export --format csv >"$TMP/relay.csv" || die "export relay"
 "$NP" --db "$TMP/direct.db" export --format csv >"$TMP/direct.csv" || die "export direct"

@@ -117,7 +117,7 @@ pub(crate) fn y_grid(
 /// Gap bands, event markers and the hover cursor over a plot area.
 pub(crate) fn overlays(o: &mut String, c: &HostCtx, top: f64, bottom: f64) {
     let (t, b) = (n1(top), n1(bottom));
-    for g in &c.data.gaps {
+    for g in c.data.gaps.iter().filter(|g| !crate::is_refusal(&g.reason)) {
         let a = c.ax.x(g.from_ms as f64).max(X0);
         let e = c.ax.x(g.to_ms as f64).min(X1).max(a + 2.0);
         let _ = write!(

@@ -23,6 +23,11 @@ use smol::net::TcpStream;
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time allowed for the whole handshake (the agent's deadline is 5 s too).
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
+/// `KeepAlive`s a second an agent may send on average (it sends one after 5 s of silence, so a
+/// real one stays 10 times under this).
+pub(crate) const KEEPALIVES_PER_S: u64 = 2;
+/// `KeepAlive`s allowed at once beyond the rate (a few queued behind a stall).
+pub(crate) const KEEPALIVE_SLACK: u64 = 20;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -100,6 +105,15 @@ pub enum ClientError {
         crate::net::validate::MAX_SEQ
     )]
     SeqRange { host: String, expected: u64 },
+    /// More `KeepAlive`s than `KEEPALIVES_PER_S` allows over the connection's time.
+    #[error(
+        "{host}: {count} KeepAlives in {seconds:.1} s (at most {KEEPALIVES_PER_S} a second): a KeepAlive flood, disconnected"
+    )]
+    Flood {
+        host: String,
+        count: u64,
+        seconds: f64,
+    },
 }
 
 impl ClientError {
@@ -116,6 +130,7 @@ impl ClientError {
                 | ClientError::BadHello { .. }
                 | ClientError::SeqRange { .. }
                 | ClientError::BadAgentProof { .. }
+                | ClientError::Flood { .. }
         )
     }
 
@@ -170,6 +185,8 @@ pub struct Session {
     session_key: Option<[u8; 32]>,
     /// The agent's clock against this one, measured over the handshake's last round trip.
     pub clock: Option<nasprobe_analysis::ClockOffset>,
+    /// `KeepAlive`s received since the `Hello` (against [`KEEPALIVES_PER_S`]).
+    keepalives: u64,
 }
 
 fn wire_err(host: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
@@ -229,6 +246,7 @@ impl Session {
             rx_mac: None,
             session_key: None,
             clock: None,
+            keepalives: 0,
         };
         let h = host.to_string();
         timeout(HANDSHAKE_TIMEOUT, s.handshake(token), || {
@@ -361,7 +379,10 @@ impl Session {
                 self.expected_seq = self.next_seq(g.to_seq)?;
                 Ok(Incoming::Gone(g))
             }
-            Message::KeepAlive(k) => Ok(Incoming::KeepAlive(k)),
+            Message::KeepAlive(k) => {
+                self.count_keepalive()?;
+                Ok(Incoming::KeepAlive(k))
+            }
             Message::Refused(r) => Err(ClientError::Goodbye {
                 host: self.host.clone(),
                 reason: nasprobe_proto::sanitize::text(&r.reason),
@@ -407,7 +428,7 @@ impl Session {
                     return Ok(TestReply::Result(r));
                 }
                 Message::TestReady(r) => return Ok(TestReply::Ready(r)),
-                Message::KeepAlive(_) => {}
+                Message::KeepAlive(_) => self.count_keepalive()?,
                 Message::Refused(r) => {
                     return Err(ClientError::Refused {
                         host: self.host.clone(),
@@ -417,6 +438,24 @@ impl Session {
                 other => return Err(self.unexpected("TestResult or TestReady", &other)),
             }
         }
+    }
+
+    /// Counts a `KeepAlive`: an error when there were more than the rate allows since the
+    /// `Hello` (on the collector's clock).
+    fn count_keepalive(&mut self) -> Result<(), ClientError> {
+        self.keepalives += 1;
+        let seconds = self.hello_at.elapsed().as_secs_f64();
+        let allowed = (seconds as u64)
+            .saturating_mul(KEEPALIVES_PER_S)
+            .saturating_add(KEEPALIVE_SLACK);
+        if self.keepalives > allowed {
+            return Err(ClientError::Flood {
+                host: self.host.clone(),
+                count: self.keepalives,
+                seconds,
+            });
+        }
+        Ok(())
     }
 
     /// The seq after `seq`, when it is still one the store can keep.
@@ -429,16 +468,23 @@ impl Session {
             })
     }
 
-    /// The highest seq a `Gone` may reach now: the `Hello`'s newest seq plus what the agent can
-    /// have produced since (a sample and the collector's event cap per interval, +2 intervals).
+    /// The highest seq a `Gone` may reach now: the records the ring overwrote lie before its
+    /// oldest at the `Hello`, plus what it can have overwritten since (what the agent produced
+    /// since: a sample and the collector's event cap per interval, +2 intervals).
     fn gone_max(&self) -> u64 {
         let iv = u64::from(self.hello.interval_ms.max(1));
         let intervals =
             u64::try_from(self.hello_at.elapsed().as_millis()).unwrap_or(u64::MAX) / iv + 2;
         let per = 1 + crate::net::validate::EVENTS_PER_INTERVAL as u64;
         self.hello
-            .newest_seq
+            .oldest_seq
+            .saturating_sub(1)
             .saturating_add(intervals.saturating_mul(per))
+            .min(
+                self.hello
+                    .newest_seq
+                    .saturating_add(intervals.saturating_mul(per)),
+            )
             .min(crate::net::validate::MAX_SEQ - 1)
     }
 

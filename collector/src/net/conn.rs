@@ -15,15 +15,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::{Event, Hello, RecordBody, Sample};
+use nasprobe_proto::{Event, Hello, Sample};
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt as _;
 
 use nasprobe_proto::time::now_ms;
 
 use crate::hosts::HostSpec;
-use crate::net::client::{ClientError, Incoming, Session};
-use crate::net::validate::EVENTS_PER_INTERVAL;
+use crate::net::client::{ClientError, Session};
+use crate::net::gate::{Gate, Refusal, note_refusal};
 use crate::store::{Item, Registration, Retention, Store, StoreError};
 
 /// Records per transaction at most.
@@ -76,9 +76,16 @@ pub struct HostLive {
     pub bad: Option<String>,
     /// Records rejected by the plausibility checks on this run (not stored; gaps instead).
     pub rejected: u64,
-    /// Events dropped on this run because the host sent more than [`crate::net::validate::EVENTS_PER_INTERVAL`] in
-    /// one interval.
-    pub dropped_events: u64,
+    /// Records dropped on this run over the collector's caps (see `net::gate`), by kind.
+    pub dropped: crate::store::FloodCounts,
+    /// Connections on this run that ended on frames failing authentication.
+    pub tampered: u64,
+    /// Connections on this run that ended with the host marked bad.
+    pub marked_bad: u64,
+    /// Time spent connected (streaming) on this run, the current connection not included.
+    pub connected_for: Duration,
+    /// Since when the current connection streams, if it does.
+    pub connected_since: Option<Instant>,
     /// The last connection failed for a reason retrying does not fix (wrong token, refused,
     /// another protocol): the error, until a connection succeeds. `record` then exits non-zero.
     pub config_error: Option<String>,
@@ -149,7 +156,11 @@ impl Live {
                         gap: None,
                         bad: None,
                         rejected: 0,
-                        dropped_events: 0,
+                        dropped: Default::default(),
+                        tampered: 0,
+                        marked_bad: 0,
+                        connected_for: Duration::ZERO,
+                        connected_since: None,
                         config_error: None,
                     })
                     .collect(),
@@ -161,9 +172,18 @@ impl Live {
         })
     }
 
-    fn with<R>(&self, i: usize, f: impl FnOnce(&mut HostLive) -> R) -> R {
+    pub(crate) fn with<R>(&self, i: usize, f: impl FnOnce(&mut HostLive) -> R) -> R {
         let mut g = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut g[i])
+    }
+
+    /// Host `i` stops streaming (its connected time is added up).
+    fn disconnected(&self, i: usize) {
+        self.with(i, |h| {
+            if let Some(t) = h.connected_since.take() {
+                h.connected_for += t.elapsed();
+            }
+        });
     }
 
     /// A copy of the hosts' state.
@@ -234,23 +254,35 @@ pub async fn agent_task(
             backoff.reset();
         }
         let mut wait = backoff.next_wait();
-        if let ConnError::Client(c) = &err
+        let client = match &err {
+            ConnError::Client(c) | ConnError::Streamed(c) => Some(c),
+            ConnError::Store { .. } => None,
+        };
+        if let Some(c) = client
             && (c.is_configuration() || c.is_bad_agent())
         {
             wait = wait.max(Duration::from_secs(10));
         }
-        if let ConnError::Client(ClientError::Tampered { .. }) = &err {
+
+        if let Some(ClientError::Tampered { .. }) = client {
             // Someone between altered the stream: nothing of it was stored; the gap lasts
             // until a connection streams again (the resume then fills it from the ring).
             live.with(idx, |h| h.gap = Some(err.to_string()));
         }
-        let config = matches!(&err, ConnError::Client(c) if c.is_configuration());
+        let config = client.is_some_and(|c| c.is_configuration());
         live.with(idx, |h| h.config_error = config.then(|| err.to_string()));
-        if let ConnError::Client(c) = &err
-            && c.is_bad_agent()
+        // A refusal before the registration (the handshake's sealed frames, a bad Hello, proof
+        // or version): filed under the host's newest instance, if it has one.
+        let error = err.to_string();
+        let refusal = match &err {
+            ConnError::Client(ClientError::Tampered { .. }) => Some(Refusal::Tampered),
+            ConnError::Client(c) if c.is_bad_agent() => Some(Refusal::BadHost { error: &error }),
+            _ => None,
+        };
+        if let Some(item) = refusal.and_then(|r| note_refusal(&live, idx, &spec.name, None, r))
+            && tx.send(StoreMsg::Item(item)).await.is_err()
         {
-            log::error!("{err}: host marked bad; nothing invalid is stored");
-            live.with(idx, |h| h.bad = Some(err.to_string()));
+            return; // the store task is gone: shutting down
         }
         log::warn!("{err}; retrying in {:.1}s", wait.as_secs_f64());
         live.with(idx, |h| {
@@ -267,6 +299,9 @@ pub async fn agent_task(
 enum ConnError {
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The stream ended on `ClientError` after its refusal (if any) was noted and stored.
+    #[error(transparent)]
+    Streamed(ClientError),
     #[error("{host}: the store refused the agent's Hello: {msg}")]
     Store { host: String, msg: String },
 }
@@ -329,177 +364,75 @@ async fn run_connection(
         h.status = Status::Connected;
         h.config_error = None;
     });
-    let mut gate = Gate::new(&hello);
+    live.with(idx, |h| h.connected_since = Some(Instant::now()));
+    let r = stream(
+        idx,
+        spec,
+        tx,
+        live,
+        &mut s,
+        Gate::new(&hello, after).flushing_into(tx.clone(), reg.instance),
+        reg.instance,
+    )
+    .await;
+    live.disconnected(idx);
+    r
+}
+
+/// Frames handled between two yields to the executor: a peer whose frames are always ready
+/// (a flood from the buffer) must not keep the stop request (and the other hosts) waiting.
+pub(crate) const FRAMES_PER_YIELD: u32 = 64;
+
+/// Forwards one connection's stream through its gate until it ends, the run stops or the store
+/// task is gone (`Ok`). A refusal that ends it (frames failing authentication, a host marked
+/// bad) is stored as one before the error is returned; so is the pending flood.
+async fn stream(
+    idx: usize,
+    spec: &HostSpec,
+    tx: &Sender<StoreMsg>,
+    live: &Live,
+    s: &mut Session,
+    mut gate: Gate,
+    instance: i64,
+) -> Result<(), ConnError> {
+    let mut frames = 0u32;
     loop {
-        let next = s.next().await?;
+        frames += 1;
+        if frames.is_multiple_of(FRAMES_PER_YIELD) {
+            if live.abandon.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            smol::future::yield_now().await;
+        }
+        let next = match s.next().await {
+            Ok(n) => n,
+            Err(e) => {
+                let mut items = Vec::new();
+                gate.flush(instance, &mut items);
+                let error = e.to_string();
+                let refusal = match &e {
+                    ClientError::Tampered { .. } => Some(Refusal::Tampered),
+                    c if c.is_bad_agent() => Some(Refusal::BadHost { error: &error }),
+                    _ => None,
+                };
+                items.extend(
+                    refusal.and_then(|r| note_refusal(live, idx, &spec.name, Some(instance), r)),
+                );
+                for item in items {
+                    if tx.send(StoreMsg::Item(item)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                return Err(ConnError::Streamed(e));
+            }
+        };
         let window = s.window;
-        for item in gate.admit(next, &window, idx, spec, reg.instance, live) {
+        for item in gate.admit(next, &window, (idx, &spec.name), instance, live) {
             // Blocks (and so stops reading the socket) while the store is paused.
             if tx.send(StoreMsg::Item(item)).await.is_err() {
                 return Ok(());
             }
         }
-    }
-}
-
-/// A run of events over the cap, not yet handed to the store.
-#[derive(Debug, Clone, Copy)]
-struct Flood {
-    from_seq: u64,
-    to_seq: u64,
-    from_ms: u64,
-    to_ms: u64,
-}
-
-/// The checks between one connection's stream and the store: record times, plausibility of
-/// samples and events, the event cap per interval. Turns each incoming item into what to store.
-struct Gate {
-    hello: Hello,
-    added: crate::net::validate::Added,
-    /// Interval number (time_ms / interval_ms) and events kept in it.
-    bucket: (u64, usize),
-    flood: Option<Flood>,
-}
-
-impl Gate {
-    fn new(hello: &Hello) -> Gate {
-        Gate {
-            hello: hello.clone(),
-            added: Default::default(),
-            bucket: (u64::MAX, 0),
-            flood: None,
-        }
-    }
-
-    fn flush(&mut self, instance: i64, out: &mut Vec<Item>) {
-        if let Some(f) = self.flood.take() {
-            out.push(Item::Flood {
-                instance,
-                from_seq: f.from_seq,
-                to_seq: f.to_seq,
-                from_ms: f.from_ms,
-                to_ms: f.to_ms,
-            });
-        }
-    }
-
-    /// What to store for `inc` (nothing, or a flood range then the item).
-    fn admit(
-        &mut self,
-        inc: Incoming,
-        window: &crate::net::validate::TimeWindow,
-        idx: usize,
-        spec: &HostSpec,
-        instance: i64,
-        live: &Live,
-    ) -> Vec<Item> {
-        let mut out = Vec::new();
-        let (r, body) = match inc {
-            Incoming::KeepAlive(_) => {
-                self.flush(instance, &mut out);
-                return out;
-            }
-            Incoming::Gone(g) => {
-                self.flush(instance, &mut out);
-                live.with(idx, |h| {
-                    h.gap = Some(format!(
-                        "ring overwrote seq {}..{} ({} records)",
-                        g.from_seq,
-                        g.to_seq,
-                        g.to_seq - g.from_seq + 1
-                    ))
-                });
-                out.push(Item::Gone {
-                    instance,
-                    from_seq: g.from_seq,
-                    to_seq: g.to_seq,
-                });
-                return out;
-            }
-            Incoming::Record(r, body) => (r, body),
-        };
-        let verdict = window.check(r.time_ms).and_then(|()| match &r.body {
-            RecordBody::Sample(smp) => {
-                crate::net::validate::check_sample_with(&self.hello, self.added, smp)
-            }
-            RecordBody::Event(ev) => crate::net::validate::check_event(&self.hello, ev),
-        });
-        if let Err(why) = verdict {
-            self.flush(instance, &mut out);
-            let n = live.with(idx, |h| {
-                h.rejected += 1;
-                h.bad = Some(format!("record {} rejected: {why}", r.seq));
-                h.rejected
-            });
-            log::error!(
-                "{}: record {} rejected, not stored ({why}); {n} rejected so far, host marked bad",
-                spec.name,
-                r.seq
-            );
-            out.push(Item::Rejected {
-                instance,
-                seq: r.seq,
-                time_ms: r.time_ms,
-                why,
-            });
-            return out;
-        }
-        if let RecordBody::Event(ev) = &r.body {
-            let b = r.time_ms / u64::from(self.hello.interval_ms.max(1));
-            if self.bucket.0 != b {
-                self.bucket = (b, 0);
-            }
-            if self.bucket.1 >= EVENTS_PER_INTERVAL {
-                let f = self.flood.get_or_insert(Flood {
-                    from_seq: r.seq,
-                    to_seq: r.seq,
-                    from_ms: r.time_ms,
-                    to_ms: r.time_ms,
-                });
-                f.to_seq = r.seq;
-                f.to_ms = f.to_ms.max(r.time_ms);
-                let first = live.with(idx, |h| {
-                    h.dropped_events += 1;
-                    h.dropped_events == 1
-                });
-                if first {
-                    log::warn!(
-                        "{}: more than {EVENTS_PER_INTERVAL} events in one interval: the rest \
-                         are dropped and counted (a gap 'flood')",
-                        spec.name
-                    );
-                }
-                return out;
-            }
-            self.bucket.1 += 1;
-            self.added.count(ev);
-        }
-        self.flush(instance, &mut out);
-        out.push(Item::from_record(instance, &r, body));
-        live.with(idx, |h| {
-            h.received += 1;
-            match r.body {
-                RecordBody::Sample(smp) => {
-                    if h.last.as_ref().is_none_or(|l| l.0 < r.seq) {
-                        h.last = Some((r.seq, r.time_ms, Box::new(smp)));
-                    }
-                }
-                // Per-sample TCP connections are measurements, not recent events.
-                RecordBody::Event(nasprobe_proto::Event::Connections(_)) => {}
-                RecordBody::Event(nasprobe_proto::Event::OpenFiles(f)) => {
-                    if h.files.as_ref().is_none_or(|l| l.0 <= r.time_ms) {
-                        h.files = Some((r.time_ms, f));
-                    }
-                }
-                RecordBody::Event(ev) => {
-                    h.events.push_back((r.time_ms, ev));
-                    while h.events.len() > RECENT_EVENTS {
-                        h.events.pop_front();
-                    }
-                }
-            }
-        });
-        out
     }
 }
 
@@ -657,6 +590,8 @@ fn give_up(live: &Live, names: &std::collections::HashMap<i64, (String, u64)>, i
             Item::Sample { instance, seq, .. }
             | Item::Event { instance, seq, .. }
             | Item::Rejected { instance, seq, .. } => (*instance, *seq, *seq, 1),
+            // A refusal holds no record: nothing of it is lost.
+            Item::Refused { .. } => continue,
             Item::Gone {
                 instance,
                 from_seq,

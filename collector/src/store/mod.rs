@@ -47,7 +47,7 @@ pub use export_cursor::{ExportCursor, ExportInstance, ExportRecord};
 pub use read::{HostSummary, Walked};
 pub use retention::{Retention, RetentionCutoffs};
 pub use schema::SCHEMA_VERSION;
-pub use write::{Item, Registration};
+pub use write::{FloodCounts, Item, Registration};
 
 /// Reason of a gap left by an agent restart (the old instance's tail and the downtime).
 pub const REASON_RESTART: &str = "agent restarted";
@@ -55,9 +55,10 @@ pub const REASON_RESTART: &str = "agent restarted";
 pub const REASON_RING: &str = "ring overwrote";
 /// Reason prefix of a record the collector refused to store (implausible values, see `validate`).
 pub(crate) const REASON_REJECTED: &str = "rejected";
-/// Reason of events dropped over the collector's cap per interval (`validate::EVENTS_PER_INTERVAL`);
-/// one gap per flood, its `samples` the number of events dropped.
-pub(crate) const REASON_FLOOD: &str = "flood: events over the cap per interval dropped";
+/// Reason of records dropped over the collector's caps (`validate::EVENTS_PER_INTERVAL`,
+/// `validate::DEVICES_PER_INTERVAL`, samples by the collector's clock), followed by the counts
+/// per kind; one gap per flood (merged within a minute), its `samples` the records dropped.
+pub(crate) const REASON_FLOOD: &str = "flood: records over the collector's caps dropped";
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

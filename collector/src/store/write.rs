@@ -62,15 +62,29 @@ pub enum Item {
         from_seq: u64,
         to_seq: u64,
     },
-    /// Events over the cap per interval, `from_seq..=to_seq` (samples in between are stored):
-    /// a gap with reason `REASON_FLOOD`, merged into the instance's previous flood gap when
-    /// that ended less than a minute before.
+    /// Records over the collector's caps, `from_seq..=to_seq` (records in between that were
+    /// under the caps are stored): a gap with reason `REASON_FLOOD` and the counts, merged
+    /// into the instance's previous flood gap when that ended less than a minute before.
     Flood {
         instance: i64,
         from_seq: u64,
         to_seq: u64,
         from_ms: u64,
         to_ms: u64,
+        dropped: FloodCounts,
+    },
+    /// Something the collector refused on a connection that is not a record (frames that failed
+    /// authentication, a host marked bad, a KeepAlive flood): a gap row with no seq range and
+    /// reason [`nasprobe_analysis::REFUSED_PREFIX`] `WHAT`, `samples` counting the refusals
+    /// (merged with the same refusal of the last minute). `time_ms` is the collector's clock.
+    /// Without an `instance` (the connection failed before its `Hello` was registered) it is
+    /// filed under the newest instance of `host`; a host never registered has nothing to file
+    /// it under (the log and `record`'s summary say it).
+    Refused {
+        instance: Option<i64>,
+        host: String,
+        time_ms: u64,
+        what: String,
     },
     /// A record that decoded but failed the plausibility checks (`validate`): not stored,
     /// recorded as a one-record gap with reason `rejected: WHY`.
@@ -334,9 +348,24 @@ impl<'t, 'a> Batch<'t, 'a> {
                 to_seq,
                 from_ms,
                 to_ms,
+                dropped,
             } => {
-                insert_flood_gap(self.tx, *instance, (*from_seq, *to_seq), (*from_ms, *to_ms))?;
+                insert_flood_gap(
+                    self.tx,
+                    *instance,
+                    (*from_seq, *to_seq),
+                    (*from_ms, *to_ms),
+                    *dropped,
+                )?;
                 (*instance, *to_seq, *to_ms)
+            }
+            Item::Refused {
+                instance,
+                host,
+                time_ms,
+                what,
+            } => {
+                return insert_refusal(self.tx, (*instance, host), *time_ms, what);
             }
             Item::Rejected {
                 instance,
@@ -476,40 +505,147 @@ fn insert_ring_gap(
     )
 }
 
-/// A flood's dropped events: merged into the flood gap of the last minute, else a new one.
+/// A flood's dropped records: merged into the flood gap of the last minute (its counts added),
+/// else a new one. Gaps of older collectors (reason `flood: events over the cap per interval dropped`, events
+/// only) are
+/// merged too: their `samples` column is their event count.
 fn insert_flood_gap(
     tx: &rusqlite::Transaction<'_>,
     instance: i64,
     (from_seq, to_seq): (u64, u64),
     (from_ms, to_ms): (u64, u64),
+    dropped: FloodCounts,
 ) -> rusqlite::Result<()> {
     let n = to_seq - from_seq + 1;
-    let merged = tx.execute(
-        "UPDATE gaps SET to_seq = ?2, to_ms = MAX(to_ms, ?3), samples = samples + ?4
-         WHERE id = (SELECT id FROM gaps WHERE instance = ?1 AND reason = ?5
-                     AND to_seq < ?6 AND to_ms >= ?7
-                     ORDER BY to_seq DESC LIMIT 1)",
-        params![
-            instance,
-            to_seq as i64,
-            to_ms as i64,
-            n as i64,
-            REASON_FLOOD,
-            from_seq as i64,
-            from_ms.saturating_sub(60_000) as i64
-        ],
-    )?;
-    if merged == 0 {
-        insert_gap(
+    let prev: Option<(i64, i64, String)> = tx
+        .prepare_cached(
+            "SELECT id, samples, reason FROM gaps WHERE instance = ?1 AND reason LIKE 'flood:%'
+             AND to_seq < ?2 AND to_ms >= ?3 ORDER BY to_seq DESC LIMIT 1",
+        )?
+        .query_row(
+            params![
+                instance,
+                from_seq as i64,
+                from_ms.saturating_sub(60_000) as i64
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    match prev {
+        Some((id, samples, reason)) => {
+            let before = FloodCounts::parse(&reason).unwrap_or(FloodCounts {
+                events: samples as u64,
+                ..FloodCounts::default()
+            });
+            tx.execute(
+                "UPDATE gaps SET to_seq = ?2, to_ms = MAX(to_ms, ?3), samples = samples + ?4,
+                 reason = ?5 WHERE id = ?1",
+                params![
+                    id,
+                    to_seq as i64,
+                    to_ms as i64,
+                    n as i64,
+                    before.add(dropped).reason()
+                ],
+            )?;
+        }
+        None => insert_gap(
             tx,
             instance,
             (from_seq, to_seq),
             (from_ms, to_ms),
             n,
-            REASON_FLOOD,
-        )?;
+            &dropped.reason(),
+        )?,
     }
     Ok(())
+}
+
+/// A refusal of the collector (see [`Item::Refused`]): counted into the same refusal of the
+/// last minute, else a new row.
+fn insert_refusal(
+    tx: &rusqlite::Transaction<'_>,
+    (instance, host): (Option<i64>, &str),
+    time_ms: u64,
+    what: &str,
+) -> rusqlite::Result<()> {
+    let instance = match instance {
+        Some(i) => i,
+        None => {
+            let newest: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT i.id FROM instances i JOIN hosts h ON h.id = i.host WHERE h.name = ?1
+                     ORDER BY i.first_seen_ms DESC, i.id DESC LIMIT 1",
+                )?
+                .query_row([host], |r| r.get(0))
+                .optional()?;
+            match newest {
+                Some(i) => i,
+                None => return Ok(()),
+            }
+        }
+    };
+    let reason = format!("{} {what}", nasprobe_analysis::REFUSED_PREFIX);
+    let merged = tx.execute(
+        "UPDATE gaps SET to_ms = MAX(to_ms, ?3), samples = samples + 1
+         WHERE id = (SELECT id FROM gaps WHERE instance = ?1 AND reason = ?2
+                     AND from_seq IS NULL AND to_ms >= ?4 ORDER BY to_ms DESC LIMIT 1)",
+        params![
+            instance,
+            reason,
+            time_ms as i64,
+            time_ms.saturating_sub(60_000) as i64
+        ],
+    )?;
+    if merged == 0 {
+        tx.prepare_cached(
+            "INSERT INTO gaps(host, instance, from_seq, to_seq, from_ms, to_ms, samples, reason)
+             SELECT host, id, NULL, NULL, ?2, ?2, 1, ?3 FROM instances WHERE id = ?1",
+        )?
+        .execute(params![instance, time_ms as i64, reason])?;
+    }
+    Ok(())
+}
+
+/// What a flood dropped, by kind (the `flood` gap's reason names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FloodCounts {
+    pub samples: u64,
+    pub events: u64,
+    /// `DeviceAdded` events (counted apart from `events`).
+    pub devices: u64,
+}
+
+impl FloodCounts {
+    /// Both counts added.
+    pub(crate) fn add(self, o: FloodCounts) -> FloodCounts {
+        FloodCounts {
+            samples: self.samples.saturating_add(o.samples),
+            events: self.events.saturating_add(o.events),
+            devices: self.devices.saturating_add(o.devices),
+        }
+    }
+
+    /// The gap's reason: [`REASON_FLOOD`] then the counts.
+    pub(crate) fn reason(&self) -> String {
+        format!(
+            "{REASON_FLOOD}: {} samples, {} events, {} device announcements",
+            self.samples, self.events, self.devices
+        )
+    }
+
+    /// The counts of a reason made by [`FloodCounts::reason`] (None for other reasons).
+    pub(crate) fn parse(reason: &str) -> Option<FloodCounts> {
+        let rest = reason.strip_prefix(REASON_FLOOD)?.strip_prefix(": ")?;
+        let mut n = rest
+            .split(", ")
+            .map(|part| part.split(' ').next().and_then(|v| v.parse::<u64>().ok()));
+        Some(FloodCounts {
+            samples: n.next()??,
+            events: n.next()??,
+            devices: n.next()??,
+        })
+    }
 }
 
 /// Each instance's high-water mark after a batch: its newest seq and time.

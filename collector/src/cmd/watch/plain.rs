@@ -94,12 +94,13 @@ pub(super) fn banner_lines(b: Option<Result<Banner, String>>) -> Vec<(String, bo
 
 pub(super) fn status_text(h: &HostLive) -> String {
     let mut s = status_text_conn(h);
-    if h.dropped_events > 0 {
-        // A flood is one line, however many events it had.
+    let d = h.dropped;
+    if d.samples + d.events + d.devices > 0 {
+        // A flood is one line, however many records it had.
         s = format!(
-            "flood: {} events dropped (over {} per interval); {s}",
-            h.dropped_events,
-            crate::net::validate::EVENTS_PER_INTERVAL
+            "flood: {} samples, {} events, {} device announcements dropped (over the \
+             collector's caps); {s}",
+            d.samples, d.events, d.devices
         );
     }
     match &h.bad {

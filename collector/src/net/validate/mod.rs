@@ -32,6 +32,10 @@ use nasprobe_proto::{Event, Hello, MAX_CPUS, Sample, flags};
 /// Events stored per host per sampling interval at most; more are dropped and counted (a gap
 /// with reason `flood: …`). The agent's own bounds are no defence against a fake agent.
 pub const EVENTS_PER_INTERVAL: usize = 512;
+/// Receive-buffer overruns of the process connector a second at most: each one is the kernel
+/// finding the agent's socket buffer (>= 200 KiB, some 2,000 messages) full; at
+/// [`MAX_FORKS_PER_S`] with three messages a process that is at most 1,500 a second.
+pub(crate) const MAX_CONNECTOR_OVERRUNS_PER_S: u64 = 2_000;
 /// A NIC faster than 1 Tbit/s in either direction.
 pub(crate) const MAX_NIC_BYTES_PER_S: u128 = 125_000_000_000;
 /// Packets per second of a 1 Tbit/s link at the smallest frame (also bounds TCP counters).
@@ -137,6 +141,16 @@ pub(crate) fn check_hello(hello: &Hello, collector_now_ms: u64) -> Result<(), St
             hello.oldest_seq, hello.newest_seq
         ));
     }
+    let most = max_seq_since_start(hello);
+    if hello.newest_seq > most {
+        return Err(format!(
+            "newest_seq {} is more than an agent can number in {} s of its life at {} ms \
+             (at most {most})",
+            hello.newest_seq,
+            hello.now_ms.abs_diff(hello.started_ms) / 1000,
+            hello.interval_ms
+        ));
+    }
     // (A start after `now_ms` is possible: the NAS's clock stepped back since, e.g. by NTP.)
     if hello.now_ms.abs_diff(hello.started_ms) > MAX_UPTIME_MS {
         return Err(format!(
@@ -158,6 +172,17 @@ pub(crate) fn check_hello(hello: &Hello, collector_now_ms: u64) -> Result<(), St
         );
     }
     Ok(())
+}
+
+/// The highest seq an agent can have numbered since its start (its `Hello`'s `now_ms -
+/// started_ms`, + a day of clock slack): a sample and [`EVENTS_PER_INTERVAL`] events per
+/// interval. A `Gone` can never reach further than that (the ring overwrites only what it had).
+pub(crate) fn max_seq_since_start(hello: &Hello) -> u64 {
+    let life = hello.now_ms.abs_diff(hello.started_ms) + CLOCK_SLACK_MS;
+    let intervals = life / u64::from(hello.interval_ms.max(1)) + 2;
+    intervals
+        .saturating_mul(1 + EVENTS_PER_INTERVAL as u64)
+        .min(MAX_SEQ)
 }
 
 /// The times a record of one connection may carry, in the agent's clock: from a day before the
@@ -225,6 +250,26 @@ impl TimeWindow {
         self.at = self.at.checked_sub(d).unwrap_or(self.at);
         self
     }
+}
+
+/// [`check_event`] for an event at `time_ms` (the agent's clock): also bounds what grows
+/// with the agent's life (`ExitWatch::dropped`).
+pub(crate) fn check_event_at(hello: &Hello, time_ms: u64, e: &Event) -> Result<(), String> {
+    if let Event::ExitWatch(w) = e {
+        let life_s = time_ms
+            .abs_diff(hello.started_ms)
+            .saturating_add(CLOCK_SLACK_MS)
+            / 1000;
+        let most = life_s.saturating_mul(MAX_CONNECTOR_OVERRUNS_PER_S);
+        if u64::from(w.dropped) > most {
+            return Err(format!(
+                "exit watch: {} connector overruns in {life_s} s of the agent's life (at most \
+                 {MAX_CONNECTOR_OVERRUNS_PER_S} a second)",
+                w.dropped
+            ));
+        }
+    }
+    check_event(hello, e)
 }
 
 /// `Err(why)` when `e` cannot be a true event of the agent that said `hello`.
@@ -315,8 +360,8 @@ pub(crate) fn check_event(hello: &Hello, e: &Event) -> Result<(), String> {
             }
             Ok(())
         }
-        // `ExitWatch::dropped` counts since the agent's start: any u32 is possible over a long
-        // fork storm. Device names are checked by the sanitizer.
+        // `ExitWatch::dropped` grows with the agent's life: `check_event_at` bounds it. Device
+        // names are checked by the sanitizer.
         Event::ExitWatch(_) | Event::DeviceAdded(_) => Ok(()),
     }
 }

@@ -92,3 +92,35 @@ fn hello_bounds_and_the_time_window() {
     assert_eq!(check_hello(&stepped, now), Ok(()));
     assert_eq!(TimeWindow::new(&stepped).check(now - 7_000_000), Ok(()));
 }
+
+#[test]
+fn a_hellos_seq_and_exit_watch_counts_are_bounded_by_the_agents_life() {
+    let now = 1_800_000_000_000;
+    // A minute old, claiming 2^63-21 records (issue 28: a Gone of 2^63-22 followed).
+    let mut h = nas_hello(1, now - 60_000, 1000);
+    h.now_ms = now;
+    h.oldest_seq = (1 << 63) - 21;
+    h.newest_seq = (1 << 63) - 21;
+    assert!(check_hello(&h, now).unwrap_err().contains("newest_seq"));
+    // A year at 100 ms with a billion records is real.
+    let mut real = nas_hello(1, now - 365 * 86_400_000, 100);
+    real.now_ms = now;
+    real.oldest_seq = 999_000_000;
+    real.newest_seq = 1_000_000_000;
+    assert_eq!(check_hello(&real, now), Ok(()));
+    // ExitWatch: u32::MAX connector overruns a minute after the start are not; a few are.
+    let w = |dropped| {
+        Event::ExitWatch(nasprobe_proto::ExitWatch {
+            source: nasprobe_proto::ExitSeen::Kernel,
+            dropped,
+        })
+    };
+    let e = check_event_at(&h, now, &w(u32::MAX)).unwrap_err();
+    assert!(e.contains("4294967295 connector overruns"), "{e}");
+    assert_eq!(check_event_at(&h, now, &w(5)), Ok(()));
+    assert_eq!(
+        check_event_at(&real, now, &w(u32::MAX)),
+        Ok(()),
+        "a year of fork storms"
+    );
+}
