@@ -11,8 +11,10 @@
 //!   the analysis);
 //! - [`export`]: VictoriaMetrics, the scrape endpoint, the point formats;
 //! - [`model`]: decoded samples and rates; [`live_verdict`]: the verdict over the last minute;
-//!   [`local`]: `watch --local` runs an agent on this machine.
+//!   [`local`]: `watch --local` runs an agent on this machine;
+//! - [`alerts`]: the rules evaluated while recording, their state and their delivery.
 
+pub mod alerts;
 pub mod cli;
 pub mod cmd;
 pub mod context;

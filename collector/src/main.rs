@@ -38,8 +38,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record {
             duration,
             export_vm,
+            alerts,
             hosts,
-        } => nasprobe::cmd::record::run(c, duration, export_vm.as_deref(), &hosts),
+        } => nasprobe::cmd::record::run(c, duration, export_vm.as_deref(), &alerts.args(), &hosts),
+        Command::Alerts {
+            list,
+            since,
+            json,
+            alerts,
+        } => nasprobe::cmd::alerts::run(c, list, since, json, &alerts.args()),
         Command::Export {
             format,
             since,
