@@ -17,8 +17,10 @@ use crate::net::conn::{Live, Status};
 use crate::store::StoreReader;
 
 /// The flow is judged over the last this many seconds (the report's flow over them): short
-/// enough that a stall shows within seconds, long enough for a median of several samples.
-pub(crate) const OBS_WINDOW: Duration = Duration::from_secs(10);
+/// enough that a stall shows within seconds (the report's flow is the median of its active
+/// part, so a drop shows once most of the window is after it), long enough for a median of
+/// several samples at the agent's default 1 s interval.
+pub(crate) const OBS_WINDOW: Duration = Duration::from_secs(5);
 /// Evaluated at least this often without new data (a silent host is noticed by the clock).
 pub(crate) const EVAL_EVERY: Duration = Duration::from_secs(2);
 /// ... and at most this often however fast batches commit.

@@ -63,7 +63,7 @@ pub(crate) fn ntfy(payload: &str) -> (String, Vec<(&'static str, String)>) {
         (true, None) => format!("nasprobe: {rule} resolved"),
     };
     let mut body = field(&v, "summary").to_string();
-    body.push_str("\n");
+    body.push('\n');
     body.push_str(field(&v, "report"));
     let headers = vec![
         // HTTP header values: no line breaks, ASCII only (the host name is the user's label).

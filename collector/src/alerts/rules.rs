@@ -194,6 +194,8 @@ pub(crate) struct Stall {
     armed: Option<f64>,
     below_since: Option<u64>,
     firing: bool,
+    /// The flow's ends when last seen ("src → dst"): a stalled flow may be too slow to be found.
+    ends: Option<String>,
 }
 
 impl Stall {
@@ -211,7 +213,10 @@ impl Stall {
         } else {
             self.above_since = None;
         }
-        let ends = o.flow_ends.clone().unwrap_or_else(|| "the flow".into());
+        if o.flow_ends.is_some() && r >= below {
+            self.ends.clone_from(&o.flow_ends);
+        }
+        let ends = self.ends.clone().unwrap_or_else(|| "the flow".into());
         let mut cond = Cond {
             rule: "stall",
             key: "flow".into(),
@@ -313,7 +318,12 @@ impl Death {
                 self.movers.push(m.clone());
             }
         }
-        let mut exits: Vec<&ExitObs> = o.exits.iter().filter(|e| self.watched(c, e)).collect();
+        // A clean exit (status 0) is a program that finished, not a death.
+        let mut exits: Vec<&ExitObs> = o
+            .exits
+            .iter()
+            .filter(|e| e.cause != "clean" && self.watched(c, e))
+            .collect();
         exits.sort_by_key(|e| e.at_ms);
         for e in exits {
             let key = death_key(&e.host, &e.process);

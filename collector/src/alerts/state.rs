@@ -93,7 +93,11 @@ pub(crate) fn step(
                 if !c.summary.is_empty() {
                     r.summary = c.summary.clone();
                 }
-                r.evidence.extend(c.evidence.iter().cloned());
+                for e in &c.evidence {
+                    if !r.evidence.contains(e) {
+                        r.evidence.push(e.clone());
+                    }
+                }
                 out.push(Transition {
                     row: r,
                     send: Some(RESOLVED),
@@ -369,8 +373,9 @@ mod tests {
 
     #[test]
     fn fires_once_repeats_at_its_interval_resolves_once() {
-        let mut ticks: Vec<(u64, bool)> =
-            (0..=250).map(|s| (s * 1000, s >= 10 && s < 200)).collect();
+        let mut ticks: Vec<(u64, bool)> = (0..=250)
+            .map(|s| (s * 1000, (10..200).contains(&s)))
+            .collect();
         ticks.extend((251..300).map(|s| (s * 1000, false)));
         let sent = run(&ticks, 60_000);
         assert_eq!(

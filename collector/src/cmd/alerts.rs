@@ -108,6 +108,32 @@ pub fn run(
     Ok(out.finish()?)
 }
 
+/// The alerts open at some time in `[from, to]` (None: open ended); none when the store has
+/// no alert tables (an old file read as it is).
+pub(crate) fn of_window(
+    store: &crate::store::StoreReader,
+    from: Option<u64>,
+    to: Option<u64>,
+) -> anyhow::Result<Vec<AlertRow>> {
+    if !state::has_tables(store.conn()) {
+        return Ok(Vec::new());
+    }
+    let to = to.unwrap_or_else(nasprobe_proto::time::now_ms);
+    Ok(state::load_window(store.conn(), from.unwrap_or(0), to)?)
+}
+
+/// The report's lines of the alerts ("" when none).
+pub(crate) fn text_lines(alerts: &[AlertRow]) -> String {
+    if alerts.is_empty() {
+        return String::new();
+    }
+    let mut t = format!("\nAlerts ({}):\n", alerts.len());
+    for a in alerts {
+        t.push_str(&format!("  {}\n", esc(&alert_line(a))));
+    }
+    t
+}
+
 /// "firing   stall       since 2026-...  count 1  src → dst: ..."
 pub(crate) fn alert_line(a: &AlertRow) -> String {
     let when = match a.ended_ms {
