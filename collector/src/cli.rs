@@ -92,6 +92,8 @@ pub enum Command {
         /// Print plain lines even on a terminal
         #[arg(long)]
         plain: bool,
+        #[command(flatten)]
+        alerts: AlertFlags,
         /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
@@ -151,6 +153,8 @@ pub enum Command {
         /// Stop after this long
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,
+        #[command(flatten)]
+        alerts: AlertFlags,
         /// Agents to record meanwhile (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list)
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,

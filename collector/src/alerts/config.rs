@@ -153,6 +153,8 @@ pub struct AlertConfig {
     pub(crate) watch_process: Vec<String>,
     /// Where the file was looked for, and whether it was there.
     pub(crate) file: Option<(PathBuf, bool)>,
+    /// Each alert sent is also a line on stderr (not under `watch`, whose banner shows them).
+    pub(crate) on_stderr: bool,
 }
 
 /// The file next to the host list.
@@ -182,6 +184,7 @@ impl AlertConfig {
             receivers: Vec::new(),
             watch_process: Vec::new(),
             file: None,
+            on_stderr: true,
         };
         if let Some(path) = file {
             match std::fs::read_to_string(path) {
@@ -262,6 +265,12 @@ impl AlertConfig {
 
     pub(crate) fn repeat(&self) -> Duration {
         self.dur("", "repeat")
+    }
+
+    /// No line on stderr per alert (the caller shows them).
+    pub fn quiet(mut self) -> AlertConfig {
+        self.on_stderr = false;
+        self
     }
 
     pub(crate) fn is_on(&self, rule: &str) -> bool {

@@ -38,6 +38,8 @@ pub(crate) struct Engine {
     stall: rules::Stall,
     death: rules::Death,
     open: HashMap<(String, String), state::AlertRow>,
+    /// The summaries of the conditions active at the last evaluation (what `watch` shows).
+    firing_now: Vec<String>,
 }
 
 impl Engine {
@@ -71,6 +73,7 @@ impl Engine {
             stall: Default::default(),
             death,
             open,
+            firing_now: Vec::new(),
         })
     }
 
@@ -176,6 +179,11 @@ impl Engine {
         if c.is_on("death") {
             conds.extend(self.death.eval(c, o));
         }
+        self.firing_now = conds
+            .iter()
+            .filter(|c| c.active)
+            .map(|c| c.summary.clone())
+            .collect();
         let repeat = c.repeat().as_millis() as u64;
         let mut ts = state::step(&self.open, &conds, o.now_ms, repeat);
         if ts.is_empty() {
@@ -193,7 +201,9 @@ impl Engine {
             if let Some(s) = t.send {
                 queued += receivers.len();
                 log::warn!("alert {s}: {} {}", t.row.rule, t.row.summary);
-                eprintln!("nasprobe: alert {s}: {}", t.row.summary);
+                if self.cfg.on_stderr {
+                    eprintln!("nasprobe: alert {s}: {}", t.row.summary);
+                }
             }
             if t.row.state == state::FIRING {
                 self.open.insert(k, t.row);
@@ -273,8 +283,7 @@ pub(crate) async fn run(
                 Ok(_) => {}
                 Err(e) => log::warn!("alerts: evaluation: {e:#}"),
             }
-            let firing: Vec<String> = engine.open.values().map(|r| r.summary.clone()).collect();
-            *shared.firing.lock().unwrap_or_else(|p| p.into_inner()) = firing;
+            *shared.firing.lock().unwrap_or_else(|p| p.into_inner()) = engine.firing_now.clone();
             shared.evaluations.fetch_add(1, Ordering::Relaxed);
         }
         delivery.await;
