@@ -234,6 +234,10 @@ pub struct AlertFlags {
     /// (repeatable)
     #[arg(long = "watch-process", value_name = "PATTERN")]
     pub watch_process: Vec<String>,
+    /// Total size the transfer lands (with an agent's --mount on the receiving side): the
+    /// full alert fires when the free space ends before that much has landed
+    #[arg(long = "expect", value_name = "SIZE", value_parser = parse_size)]
+    pub expect: Option<u64>,
 }
 
 impl AlertFlags {
@@ -243,6 +247,7 @@ impl AlertFlags {
             no_alert: self.no_alert.clone(),
             notify: self.notify.clone(),
             watch_process: self.watch_process.clone(),
+            expect: self.expect,
         }
     }
 }

@@ -27,7 +27,7 @@ pub(crate) struct KeyDef {
 }
 
 /// The rules this build evaluates, in the order they are listed.
-pub(crate) const RULES: &[&str] = &["host_lost", "stall", "death"];
+pub(crate) const RULES: &[&str] = &["host_lost", "stall", "death", "full"];
 
 /// Every key (`repeat` is of all rules: its rule is empty).
 pub(crate) const KEYS: &[KeyDef] = &[
@@ -80,6 +80,21 @@ pub(crate) const KEYS: &[KeyDef] = &[
         default: "10m",
         help: "deaths of one process this close together are one alert (a restart loop, \
                counted); resolved once none came for this long",
+    },
+    KeyDef {
+        rule: "full",
+        key: "over",
+        kind: Kind::Duration,
+        default: "5m",
+        help: "a --mount's landing rate is its growth over this long; it fires when the free \
+               space ends before the transfer (--expect SIZE has landed) ...",
+    },
+    KeyDef {
+        rule: "full",
+        key: "within",
+        kind: Kind::Duration,
+        default: "1h",
+        help: "... or, without --expect, when it ends within this long",
     },
 ];
 
@@ -141,6 +156,8 @@ pub struct AlertArgs {
     pub no_alert: Vec<String>,
     pub notify: Vec<String>,
     pub watch_process: Vec<String>,
+    /// `--expect SIZE` as given (the full rule's end of the transfer).
+    pub expect: Option<u64>,
 }
 
 /// The rules in force.
@@ -151,6 +168,8 @@ pub struct AlertConfig {
     pub(crate) off: BTreeSet<&'static str>,
     pub(crate) receivers: Vec<Receiver>,
     pub(crate) watch_process: Vec<String>,
+    /// `--expect SIZE`: the bytes the transfer lands in all (the full rule's end).
+    pub(crate) expect: Option<u64>,
     /// Where the file was looked for, and whether it was there.
     pub(crate) file: Option<(PathBuf, bool)>,
     /// Each alert sent is also a line on stderr (not under `watch`, whose banner shows them).
@@ -183,6 +202,7 @@ impl AlertConfig {
             off: BTreeSet::new(),
             receivers: Vec::new(),
             watch_process: Vec::new(),
+            expect: None,
             file: None,
             on_stderr: true,
         };
@@ -234,6 +254,9 @@ impl AlertConfig {
             if !self.receivers.contains(&r) {
                 self.receivers.push(r);
             }
+        }
+        if let Some(e) = a.expect {
+            self.expect = Some(e);
         }
         for p in &a.watch_process {
             let p = p.trim();
@@ -317,6 +340,12 @@ impl AlertConfig {
                 o.push_str(&format!(
                     "  watched: the processes that moved the flow's files, and --watch-process: {w}\n"
                 ));
+            }
+            if *rule == "full" {
+                o.push_str(&match self.expect {
+                    Some(e) => format!("  --expect: {e} bytes\n"),
+                    None => "  --expect: not given (full.within applies)\n".into(),
+                });
             }
         }
         if self.receivers.is_empty() {

@@ -37,6 +37,7 @@ pub(crate) struct Engine {
     host_lost: rules::HostLost,
     stall: rules::Stall,
     death: rules::Death,
+    full: rules::Full,
     open: HashMap<(String, String), state::AlertRow>,
     /// The summaries of the conditions active at the last evaluation (what `watch` shows).
     firing_now: Vec<String>,
@@ -72,6 +73,7 @@ impl Engine {
             host_lost,
             stall: Default::default(),
             death,
+            full: Default::default(),
             open,
             firing_now: Vec::new(),
         })
@@ -117,6 +119,19 @@ impl Engine {
             .map(|t| (t.host.clone(), t.process.clone()))
             .collect();
         for h in &data {
+            if let Some((hello, ts, Some(smp))) = h.decoded().last() {
+                for m in &smp.mounts {
+                    if let Some(path) = hello.mounts.get(usize::from(m.mount)) {
+                        o.mounts.push(rules::MountObs {
+                            host: h.name.clone(),
+                            path: path.as_str().to_string(),
+                            time_ms: ts.time_ms,
+                            used_bytes: m.used_bytes,
+                            free_bytes: m.free_bytes,
+                        });
+                    }
+                }
+            }
             for te in &h.events {
                 let ev = te.event();
                 let Some((x, st)) = ev.as_exit() else {
@@ -178,6 +193,9 @@ impl Engine {
         }
         if c.is_on("death") {
             conds.extend(self.death.eval(c, o));
+        }
+        if c.is_on("full") {
+            conds.extend(self.full.eval(c, o));
         }
         self.firing_now = conds
             .iter()
