@@ -27,7 +27,10 @@ pub(crate) struct KeyDef {
 }
 
 /// The rules this build evaluates, in the order they are listed.
-pub(crate) const RULES: &[&str] = &["host_lost", "stall", "death", "full"];
+pub(crate) const RULES: &[&str] = &["host_lost", "stall", "death", "full", "wall_changed"];
+
+/// Rules off unless turned on (`--alert RULE=on`).
+pub(crate) const OFF_BY_DEFAULT: &[&str] = &["wall_changed"];
 
 /// Every key (`repeat` is of all rules: its rule is empty).
 pub(crate) const KEYS: &[KeyDef] = &[
@@ -95,6 +98,13 @@ pub(crate) const KEYS: &[KeyDef] = &[
         kind: Kind::Duration,
         default: "1h",
         help: "... or, without --expect, when it ends within this long",
+    },
+    KeyDef {
+        rule: "wall_changed",
+        key: "for",
+        kind: Kind::Duration,
+        default: "5m",
+        help: "the verdict's wall moved to another host or resource and stayed there this long",
     },
 ];
 
@@ -199,7 +209,7 @@ impl AlertConfig {
     pub fn resolve(args: &AlertArgs, file: Option<&Path>) -> anyhow::Result<AlertConfig> {
         let mut c = AlertConfig {
             values: KEYS.iter().map(|k| (k, k.default.to_string())).collect(),
-            off: BTreeSet::new(),
+            off: OFF_BY_DEFAULT.iter().copied().collect(),
             receivers: Vec::new(),
             watch_process: Vec::new(),
             expect: None,
@@ -230,6 +240,15 @@ impl AlertConfig {
             let (name, value) = s
                 .split_once('=')
                 .ok_or_else(|| format!("--alert {s:?}: want RULE.KEY=VALUE (e.g. stall.for=5m)"))?;
+            // RULE=on|off turns a rule on or off.
+            if let Some(rule) = RULES.iter().find(|r| **r == name.trim()) {
+                match value.trim() {
+                    "on" => self.off.remove(rule),
+                    "off" => self.off.insert(rule),
+                    v => return Err(format!("--alert {s:?}: {rule}={v}? (on or off)")),
+                };
+                continue;
+            }
             let (rule, key) = name.trim().split_once('.').unwrap_or(("", name.trim()));
             let slot = self
                 .values
@@ -314,10 +333,10 @@ impl AlertConfig {
             o.push_str(&format!("{} = {v}    {}\n", d.key, d.help));
         }
         for rule in RULES {
-            let state = if self.is_on(rule) {
-                "on"
-            } else {
-                "off (--no-alert)"
+            let state = match (self.is_on(rule), OFF_BY_DEFAULT.contains(rule)) {
+                (true, _) => "on".to_string(),
+                (false, true) => format!("off (by default; --alert {rule}=on)"),
+                (false, false) => "off (--no-alert)".to_string(),
             };
             o.push_str(&format!("{rule}: {state}\n"));
             for (d, v) in self.values.iter().filter(|(d, _)| d.rule == *rule) {

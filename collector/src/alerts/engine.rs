@@ -38,6 +38,7 @@ pub(crate) struct Engine {
     stall: rules::Stall,
     death: rules::Death,
     full: rules::Full,
+    wall: super::wall::WallChanged,
     open: HashMap<(String, String), state::AlertRow>,
     /// The summaries of the conditions active at the last evaluation (what `watch` shows).
     firing_now: Vec<String>,
@@ -74,6 +75,7 @@ impl Engine {
             stall: Default::default(),
             death,
             full: Default::default(),
+            wall: Default::default(),
             open,
             firing_now: Vec::new(),
         })
@@ -113,6 +115,17 @@ impl Engine {
             });
         }
         o.verdict = Some(nasprobe_analysis::text::verdict_line(r));
+        let b = &r.bottleneck;
+        if b.resource != nasprobe_analysis::verdict::Resource::None {
+            let res = serde_json::to_value(b.resource)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            o.wall = Some(match &b.host {
+                Some(h) => format!("{h} {res}"),
+                None => res,
+            });
+        }
         o.movers = r
             .transfers
             .iter()
@@ -196,6 +209,9 @@ impl Engine {
         }
         if c.is_on("full") {
             conds.extend(self.full.eval(c, o));
+        }
+        if c.is_on("wall_changed") {
+            conds.extend(self.wall.eval(c, o));
         }
         self.firing_now = conds
             .iter()

@@ -51,6 +51,8 @@ pub(crate) struct Obs {
     pub movers: Vec<(String, String)>,
     /// The agents' `--mount`s in their newest sample.
     pub mounts: Vec<MountObs>,
+    /// The verdict's wall over the same seconds ("dst disk"), None when there is none.
+    pub wall: Option<String>,
 }
 
 /// One `--mount` of an agent at its newest sample.
