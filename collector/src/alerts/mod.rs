@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 pub mod config;
 pub(crate) mod deliver;
 pub(crate) mod engine;
+pub(crate) mod listing;
 pub(crate) mod payload;
 pub(crate) mod rules;
 pub(crate) mod state;
@@ -148,5 +149,24 @@ impl Alerts {
         if let Some(t) = self.thread.take() {
             t.join().ok();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_feed_is_counted_never_waited_for() {
+        let (tx, rx) = smol::channel::bounded(FEED_CAP);
+        let f = Feed {
+            tx,
+            behind: AtomicU64::new(0),
+        };
+        for _ in 0..FEED_CAP + 5 {
+            f.committed(1);
+        }
+        assert_eq!(f.behind.load(Ordering::Relaxed), 5);
+        assert_eq!(rx.len(), FEED_CAP);
     }
 }
