@@ -127,7 +127,7 @@ sleep 4 # a duplicate would come now
 [[ -f $HOOK && $(wc -l <"$HOOK") == 2 ]] || fail "want 2 deliveries, got $(wc -l <"$HOOK")"
 [[ $(jq -r '.rule + " " + .state' "$HOOK" | paste -sd,) == "host_lost firing,host_lost resolved" ]] ||
     fail "deliveries: $(cat "$HOOK")"
-jq -e 'select(.state == "resolved") | .schema == 1 and .host == "nas" and .count == 1 and (.ended_at | length > 0) and (.report | startswith("nasprobe --db"))' "$HOOK" >/dev/null ||
+jq -e -s 'map(select(.state == "resolved")) | length == 1 and (.[0] | .schema == 1 and .host == "nas" and .count == 1 and (.ended_at | length > 0) and (.report | startswith("nasprobe --db")))' "$HOOK" >/dev/null ||
     fail "webhook fields: $(cat "$HOOK")"
 attempts=$(wc -l <"$HOOK.attempts")
 ((attempts >= 3)) || fail "the 500 was not retried ($attempts attempts)"

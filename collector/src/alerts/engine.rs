@@ -21,6 +21,9 @@ use crate::store::StoreReader;
 /// part, so a drop shows once most of the window is after it), long enough for a median of
 /// several samples at the agent's default 1 s interval.
 pub(crate) const OBS_WINDOW: Duration = Duration::from_secs(5);
+/// Exits are looked for over this long (an evaluation late under load, or a death's record
+/// arriving a little after its sample, is still seen; each is counted once by its time).
+pub(crate) const EXIT_WINDOW: Duration = Duration::from_secs(30);
 /// Evaluated at least this often without new data (a silent host is noticed by the clock).
 pub(crate) const EVAL_EVERY: Duration = Duration::from_secs(2);
 /// ... and at most this often however fast batches commit.
@@ -145,6 +148,10 @@ impl Engine {
                     }
                 }
             }
+        }
+        let exits_from = now_ms.saturating_sub(EXIT_WINDOW.as_millis() as u64);
+        let longer = store.load_window_at(Some(exits_from), None, None)?;
+        for h in &longer {
             for te in &h.events {
                 let ev = te.event();
                 let Some((x, st)) = ev.as_exit() else {

@@ -391,6 +391,21 @@ mod tests {
     }
 
     #[test]
+    fn an_old_store_migrates_to_the_alert_tables() {
+        let dir = std::env::temp_dir().join(format!("np-alerts-mig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("old.db");
+        let old = crate::store::Store::open_at_schema(&db, 5).unwrap();
+        assert!(!has_tables(old.conn()));
+        drop(old);
+        let s = crate::store::Store::open(&db).unwrap();
+        assert!(has_tables(s.conn()));
+        assert!(load_open(s.conn()).unwrap().is_empty());
+        drop(s);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn stored_state_survives_a_restart() {
         let c = Connection::open_in_memory().unwrap();
         c.execute_batch(super::super::SCHEMA).unwrap();
