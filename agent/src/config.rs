@@ -70,9 +70,9 @@ pub struct Config {
     pub cpu: Option<usize>,
     /// Extra patterns masked in command lines (`--redact`), on top of the default list.
     pub redact: Vec<String>,
-    /// `--allow-tests`: run the tests collectors ask for (`nasprobe test disk`); off by default,
-    /// the agent stays read-only unless its owner says so.
-    pub allow_tests: bool,
+    /// `--allow-tests[=SCOPE]`: the tests collectors may ask for (`nasprobe test disk / net`);
+    /// none by default, the agent stays read-only unless its owner says so.
+    pub allow_tests: TestScope,
     /// `--test-port P`: where `nasprobe test net` streams arrive (on the --listen address).
     pub test_port: u16,
     /// Learn exits (with their status) from the kernel's process connector; false
@@ -129,7 +129,7 @@ impl Default for Config {
             scan: ScanPolicy::Adaptive(ADAPTIVE_MAX_SECONDS),
             event_min_lifetime_ms: 5000,
             partitions: false,
-            allow_tests: false,
+            allow_tests: TestScope::default(),
             test_port: DEFAULT_TEST_PORT,
             max_clients: 4,
             handshake_timeout_ms: 5000,
@@ -164,6 +164,71 @@ pub(crate) struct Parsing {
     cfg: Config,
     sample_count: u32,
     sample_json: bool,
+}
+
+/// Where a disk test may write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DiskScope {
+    /// No disk test.
+    #[default]
+    Off,
+    /// Any folder (plain `--allow-tests`, as before scopes existed); no symlink on the way.
+    Anywhere,
+    /// These folders and the folders under them (`disk:DIR`); no symlink under them.
+    Folders(Vec<PathBuf>),
+}
+
+/// What `--allow-tests` lets collectors run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestScope {
+    pub disk: DiskScope,
+    /// `test net`: send to or receive from the receiving agent of the run.
+    pub net: bool,
+}
+
+impl TestScope {
+    /// Every test, disk in any folder: plain `--allow-tests`, what it meant before scopes.
+    pub fn everything() -> TestScope {
+        TestScope {
+            disk: DiskScope::Anywhere,
+            net: true,
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.net || self.disk != DiskScope::Off
+    }
+
+    /// Parses `disk:DIR,disk:DIR2,net` (items in any order, `disk:` repeated per folder).
+    pub fn parse(v: &str) -> Result<TestScope, String> {
+        let mut scope = TestScope::default();
+        let mut folders = Vec::new();
+        for item in v.split(',') {
+            match item {
+                "net" => scope.net = true,
+                _ => match item.strip_prefix("disk:") {
+                    Some(dir) if dir.starts_with('/') => folders.push(PathBuf::from(dir)),
+                    Some(_) => {
+                        return Err(format!(
+                            "--allow-tests: '{item}': a disk test's folder is an absolute path \
+                             (disk:/volume1/share)"
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "--allow-tests: '{item}' is not 'net' or 'disk:DIR' (e.g. \
+                             --allow-tests=disk:/volume1/share,net; plain --allow-tests allows \
+                             every test in any folder)"
+                        ));
+                    }
+                },
+            }
+        }
+        if !folders.is_empty() {
+            scope.disk = DiskScope::Folders(folders);
+        }
+        Ok(scope)
+    }
 }
 
 /// One flag: how `--help` shows it and what it does. [`FLAGS`] is the one list of them.
@@ -473,13 +538,25 @@ pub(crate) const FLAGS: &[Flag] = &[
     Flag {
         long: "allow-tests",
         short: None,
-        value: "",
+        value: "[=SCOPE]",
         help: "run the tests collectors ask for (nasprobe test disk / net): a\n\
                file written and read in the folder named (at most 25% of the\n\
-               free space), or plain TCP streams sent or received; at most 60 s,\n\
-               one at a time, one a minute [default: off]",
-        set: |a, _| {
-            a.cfg.allow_tests = true;
+               free space), or plain TCP streams sent to or received from the\n\
+               receiving agent of the run; at most 60 s, one at a time, one a\n\
+               minute. SCOPE names what: disk:DIR (repeat it per folder; the\n\
+               folders under DIR too, no symlink) and net, comma-separated, e.g.\n\
+               --allow-tests=disk:/volume1/share,net; plain --allow-tests allows\n\
+               both, disk in any folder [default: off]",
+        set: |a, p: P| {
+            a.cfg.allow_tests = match p.optional_value() {
+                None => TestScope::everything(),
+                Some(v) => {
+                    let v = v
+                        .into_string()
+                        .map_err(|_| "--allow-tests: not valid UTF-8".to_string())?;
+                    TestScope::parse(&v)?
+                }
+            };
             Ok(())
         },
     },
@@ -549,7 +626,10 @@ pub fn usage() -> String {
             None => format!("--{}", f.long),
         };
         if !f.value.is_empty() {
-            spec.push(' ');
+            // `--allow-tests[=SCOPE]`: an optional value sticks to its flag.
+            if !f.value.starts_with('[') {
+                spec.push(' ');
+            }
             spec.push_str(f.value);
         }
         let mut lines = f.help.lines();
@@ -654,7 +734,7 @@ mod tests {
         let unknown = unknown.split('\'').next().unwrap();
         for f in FLAGS {
             let mut args = vec![format!("--{}", f.long)];
-            if !f.value.is_empty() {
+            if !f.value.is_empty() && !f.value.starts_with('[') {
                 args.push("1".into());
             }
             let r = parse_args(args);
@@ -731,5 +811,28 @@ mod tests {
         assert!(usage().contains("--no-connector"));
         assert!(!parse_args(["--no-open-files"]).unwrap().open_files);
         assert!(parse_args(Vec::<String>::new()).unwrap().open_files);
+    }
+
+    #[test]
+    fn allow_tests_takes_a_scope() {
+        let scope = |args: &[&str]| parse_args(args.iter().copied()).map(|c| c.allow_tests);
+        assert_eq!(scope(&[]).unwrap(), TestScope::default());
+        assert_eq!(scope(&["--allow-tests"]).unwrap(), TestScope::everything());
+        let s = scope(&["--allow-tests=disk:/volume1/share,net,disk:/volume2/x"]).unwrap();
+        assert!(s.net);
+        assert_eq!(
+            s.disk,
+            DiskScope::Folders(vec!["/volume1/share".into(), "/volume2/x".into()])
+        );
+        let s = scope(&["--allow-tests=net"]).unwrap();
+        assert!(s.net && s.disk == DiskScope::Off);
+        for bad in [
+            "--allow-tests=disk",
+            "--allow-tests=disk:share",
+            "--allow-tests=nett",
+        ] {
+            let e = scope(&[bad]).unwrap_err();
+            assert!(e.starts_with("--allow-tests"), "{bad}: {e}");
+        }
     }
 }

@@ -44,7 +44,9 @@ pub fn run(cfg: &Config, count: u32, json: bool) -> i32 {
             if json {
                 json_event(&mut line, &e);
             } else {
-                let _ = writeln!(line, "event: {e:?}");
+                // Its JSON (escaped), never the debug text of the protocol's types.
+                line.push_str("event: ");
+                json_event(&mut line, &e);
             }
         }
         if json {

@@ -152,3 +152,74 @@ fn redact_body() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// An open file whose path is longer than the wire's 256 bytes, with a secret near its start
+/// (issue 28, item 5): the real agent on the real /proc sees this test process write it, and
+/// its `OpenFiles` event carries the path masked, never the secret (it used to cut the path
+/// to its last 253 bytes first and redact after).
+#[test]
+fn a_long_open_file_path_is_redacted_whole_before_it_is_cut() {
+    big_stack(long_path_body);
+}
+
+fn long_path_body() {
+    use std::os::unix::fs::FileExt;
+    let root = std::env::temp_dir().join(format!("nasprobe-redact-path-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    // The secret at the end of its component: cut to its last 253 bytes, the path loses
+    // `token=` and keeps the secret.
+    let head = root.join(format!("token={}LongPathSecret9", "x".repeat(80)));
+    let rest = 336 - head.as_os_str().len() - "/x.bin".len() - 2;
+    let dir = head
+        .join("d".repeat(rest / 2))
+        .join("e".repeat(rest - rest / 2));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("x.bin");
+    assert_eq!(path.as_os_str().len(), 336);
+    let f = std::fs::File::create(&path).unwrap();
+    // A writer the open-files sampler ranks first: storage writes (each fdatasync cleans the
+    // pages the next pwrite dirties again).
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let block = vec![0x5au8; 1 << 20];
+        while !s2.load(Ordering::SeqCst) {
+            f.write_all_at(&block, 0).unwrap();
+            f.sync_data().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let agent = AgentBuilder::new("redact-path")
+        .args(&["--interval", "500"])
+        .start();
+    let (mut c, _hello) = agent.connect();
+    c.resume(0, 0);
+    let mut seen = None;
+    let mut all = String::new();
+    let end = Instant::now() + Duration::from_secs(20);
+    while seen.is_none() && Instant::now() < end {
+        let r = c.record();
+        let text = format!("{:?}", r.body);
+        if let nasprobe_proto::RecordBody::Event(nasprobe_proto::Event::OpenFiles(of)) = &r.body {
+            for p in &of.procs {
+                for file in &p.files {
+                    if file.path.contains("token=") || file.path.ends_with("/x.bin") {
+                        seen = Some(file.path.to_string());
+                    }
+                }
+            }
+        }
+        all.push_str(&text);
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    let seen = seen.unwrap_or_else(|| panic!("no OpenFiles event named the file in 20 s"));
+    println!("FIGURES redact-path: a 336-byte path arrived as {seen:?}");
+    assert!(seen.ends_with("token=***"), "{seen}");
+    assert!(!all.contains("LongPathSecret9"), "the secret on the wire");
+    assert!(
+        !agent.log().contains("LongPathSecret9"),
+        "the secret in the log"
+    );
+}

@@ -6,7 +6,7 @@
 //! tests/e2e/report_html.sh for the week-long page (the ten-minute page there is a real
 //! recording rendered by `nasprobe report --html FILE`).
 
-#[path = "../tests/html_scenario/mod.rs"]
+#[path = "../tests/it/html_scenario/mod.rs"]
 mod scenario;
 
 use nasprobe_analysis::{Options, analyze, html};

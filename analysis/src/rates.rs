@@ -150,7 +150,10 @@ pub fn event_text(e: &Event) -> String {
             "agent {} started (instance {:x}, {} ms)",
             a.agent_version, a.instance_id, a.interval_ms
         ),
-        Event::DeviceAdded(d) => format!("device added {d:?}"),
+        Event::DeviceAdded(d) => match d {
+            nasprobe_proto::DeviceAdded::Disk(n) => format!("device added: disk {n}"),
+            nasprobe_proto::DeviceAdded::Nic(n) => format!("device added: NIC {n}"),
+        },
         Event::ProcessEnd(x) => format!(
             "exit {} [{}] {}, {} ticks",
             x.exit.process.comm,

@@ -1,5 +1,9 @@
 //! The command line: flags, commands and the small value parsers (durations).
 
+// The doc comments of the clap types are the help text users read (`ADDR[:PORT]`), not rustdoc
+// links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -359,7 +363,7 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Parses durations such as `500ms`, `30s`, `10m`, `2h`, `30d`, `1w`, `1h30m`; a bare number
 /// is seconds.
-/// `FROM..TO`, two sizes as [`parse_size`] reads them.
+/// `FROM..TO`, two sizes as `parse_size` reads them.
 pub fn parse_size_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")

@@ -24,6 +24,7 @@ pub struct HostSpec {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HostArgError {
     #[error("empty host argument")]
     Empty,
@@ -148,6 +149,7 @@ pub struct HostList {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostListError {
     #[error("cannot read host list {path}: {source}")]
     Read {

@@ -78,7 +78,7 @@ impl Banner {
     }
 }
 
-/// The verdict over the last [`WINDOW`] of the store at `db`, or None while nothing is stored.
+/// The verdict over the last `WINDOW` of the store at `db`, or None while nothing is stored.
 pub fn compute(store: &StoreReader) -> anyhow::Result<Option<Banner>> {
     let (hosts, analysis) = crate::store::window::load(store, Some(WINDOW), None)?;
     let now = nasprobe_proto::time::now_ms();

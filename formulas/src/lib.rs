@@ -18,6 +18,7 @@
 //!
 //! `no_std` and allocation-free so that the agent can carry it.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 #![no_std]
 
 use nasprobe_proto::{CpuTicks, DiskSample, MAX_TOP_PROCS, NicSample, ProcSample, Sample, flags};
@@ -55,14 +56,19 @@ pub fn cpu_iowait(t: &CpuTicks) -> Option<f64> {
 pub struct CpuModes {
     /// user + nice.
     pub user: f64,
+    /// system (kernel) time.
     pub system: f64,
+    /// Waiting for I/O with nothing else to run.
     pub iowait: f64,
     /// irq + softirq.
     pub irq: f64,
+    /// Taken by the hypervisor for other guests.
     pub steal: f64,
+    /// idle.
     pub idle: f64,
 }
 
+/// The modes of one CPU entry, None when it is marked reset or counted no ticks.
 pub fn cpu_modes(t: &CpuTicks) -> Option<CpuModes> {
     let total = cpu_known_total(t)?;
     let f = |x: u64| x as f64 / total;
@@ -95,6 +101,7 @@ pub fn us_fraction(s: &Sample, us: u32) -> f64 {
 /// The top processes of a sample grouped by name: same-named processes add up (two rsync).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProcGroup<'a> {
+    /// The process name (comm) the group shares.
     pub name: &'a str,
     /// CPU in cores, summed over the group.
     pub cores: f64,
@@ -103,6 +110,7 @@ pub struct ProcGroup<'a> {
     pub run_delay: Option<f64>,
     /// Of the last member listed.
     pub pid: u32,
+    /// Threads, summed over the group.
     pub threads: u16,
     /// The last command line a member carried.
     pub cmdline: Option<&'a str>,
@@ -111,9 +119,13 @@ pub struct ProcGroup<'a> {
 /// The busiest thread of a process, named by its process's and its own name.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ThreadFigure<'a> {
+    /// The process's name (comm).
     pub process: &'a str,
+    /// The thread's own name (comm); the process name for the main thread.
     pub thread: &'a str,
+    /// The process id.
     pub pid: u32,
+    /// The thread id.
     pub tid: u32,
     /// Fraction of one core.
     pub cores: f64,
@@ -204,13 +216,17 @@ pub struct DiskFigures {
     pub await_ms: Option<f64>,
     /// Average queue size (weighted busy time / interval).
     pub queue: f64,
+    /// Bytes read per second.
     pub read_bps: f64,
+    /// Bytes written per second.
     pub write_bps: f64,
     /// Completed requests per second, reads and writes.
     pub reads_s: f64,
+    /// Completed writes per second.
     pub writes_s: f64,
 }
 
+/// The figures of one disk, None when its counters are marked reset (no previous reading).
 pub fn disk(s: &Sample, d: &DiskSample) -> Option<DiskFigures> {
     if d.flags & flags::RESET != 0 {
         return None;
@@ -255,16 +271,23 @@ pub fn link_util(rx_bps: f64, tx_bps: f64, speed_bps: f64, full_duplex: bool) ->
 /// Throughput of one NIC in one interval against its link speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NicFigures {
+    /// The link is up (operstate).
     pub up: bool,
+    /// Full duplex or unknown ([`nic_full_duplex`]): rx and tx each up to the link speed.
     pub full_duplex: bool,
+    /// Bytes received per second.
     pub rx_bps: f64,
+    /// Bytes sent per second.
     pub tx_bps: f64,
     /// See [`link_util`].
     pub util: Option<f64>,
+    /// Receive and transmit errors in the interval.
     pub errors: u64,
+    /// Receive and transmit drops in the interval.
     pub drops: u64,
 }
 
+/// The figures of one NIC, None when its counters are marked reset (no previous reading).
 pub fn nic(s: &Sample, n: &NicSample) -> Option<NicFigures> {
     if n.flags & flags::RESET != 0 {
         return None;

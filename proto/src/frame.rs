@@ -20,6 +20,7 @@ pub const MAX_FRAME_LEN: usize = 64 * 1024;
 pub const MAX_CLIENT_FRAME_LEN: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The length prefix announces more than the cap allows.
     TooLong { len: usize, max: usize },

@@ -25,6 +25,7 @@ use crate::{Auth, AuthOk, Challenge, Hello, Message, PROTOCOL_VERSION, REASON_LE
 
 /// Why a handshake failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HandshakeError {
     /// A message the protocol does not allow at this step.
     Unexpected {
@@ -110,6 +111,13 @@ impl AgentHandshake {
             FrameMac::new(token, &self.agent_nonce, c, Direction::ToCollector),
             FrameMac::new(token, &self.agent_nonce, c, Direction::ToAgent),
         ))
+    }
+
+    /// Once the collector proved the token: the connection's session key (a test's run key
+    /// is derived from it, [`crate::test_stream`]).
+    pub fn session_key(&self, token: &[u8]) -> Option<[u8; 32]> {
+        let c = self.client_nonce.as_ref()?;
+        Some(crate::session::session_key(token, &self.agent_nonce, c))
     }
 
     /// The first frame of the connection.
@@ -224,6 +232,12 @@ impl ClientHandshake {
             FrameMac::new(token, a, &self.client_nonce, Direction::ToAgent),
             FrameMac::new(token, a, &self.client_nonce, Direction::ToCollector),
         ))
+    }
+
+    /// Once the agent proved the token: the connection's session key.
+    pub fn session_key(&self, token: &[u8]) -> Option<[u8; 32]> {
+        let a = self.agent_nonce.as_ref()?;
+        Some(crate::session::session_key(token, a, &self.client_nonce))
     }
 
     /// True once the Hello has arrived.

@@ -19,11 +19,14 @@ pub mod handshake;
 pub mod msg;
 pub mod sanitize;
 pub mod session;
+pub mod test_msg;
+pub mod test_stream;
 pub mod time;
 pub mod token;
 
 pub use frame::{FrameError, decode_frame, encode_frame};
 pub use msg::*;
+pub use test_msg::*;
 
 /// Version byte at the start of every frame body. Bumped on any incompatible change: 2 added
 /// the per-frame MAC after the handshake.

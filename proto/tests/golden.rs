@@ -1045,6 +1045,60 @@ fn net_test_messages() {
     );
 }
 
+/// The run-bound `test net` requests (issue 28): appended variants 3 and 4 of `TestRequest`.
+#[test]
+fn net_run_test_messages() {
+    test_one(
+        Message::TestRequest(TestRequest::NetReceiveRun(NetReceiveRun {
+            seconds: 20,
+            streams: Vec::from_slice(&[1, 4]).unwrap(),
+            max_bytes: 300,
+        })),
+        &[9, 0, 0, 0, 2, 9, 3, 20, 2, 1, 4, 172, 2],
+    );
+    test_one(
+        Message::TestRequest(TestRequest::NetSendRun(NetSendRun {
+            to: s("h:1"),
+            seconds: 10,
+            streams: Vec::from_slice(&[1, 4]).unwrap(),
+            max_bytes: 1,
+            sealed_key: [7; 32],
+        })),
+        &[
+            44, 0, 0, 0, 2, 9, 4, 3, b'h', b':', b'1', 10, 2, 1, 4, 1, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+            7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+        ],
+    );
+}
+
+/// The opening bytes of a `test net` stream: fixed keys give fixed bytes (a changed vector is
+/// a changed wire).
+#[test]
+fn net_test_stream_bytes() {
+    use nasprobe_proto::test_stream::*;
+    const GOLDEN_RUN_KEY: [u8; 8] = [42, 181, 245, 149, 60, 54, 17, 112];
+    const GOLDEN_RX_PROOF: [u8; 8] = [227, 62, 210, 95, 97, 114, 181, 126];
+    const GOLDEN_HEADER: [u8; 10] = [1, 3, 183, 125, 33, 119, 67, 149, 190, 107];
+    const GOLDEN_SEALED: [u8; 4] = [9, 169, 83, 181];
+    let key = run_key(&[1; 32]);
+    assert_eq!(key[..8], GOLDEN_RUN_KEY, "run key {:?}", &key[..8]);
+    let hello = receiver_hello(&key, &[2; 16]);
+    assert_eq!(
+        hello[16..24],
+        GOLDEN_RX_PROOF,
+        "rx proof {:?}",
+        &hello[16..24]
+    );
+    let head = stream_header(&key, &[2; 16], 1, 3);
+    assert_eq!(head[..10], GOLDEN_HEADER, "header {:?}", &head[..10]);
+    assert_eq!(
+        seal_run_key(&[5; 32], &key)[..4],
+        GOLDEN_SEALED,
+        "sealed {:?}",
+        &seal_run_key(&[5; 32], &key)[..4]
+    );
+}
+
 /// A `cp` reading one file and writing another, and an rsync with a deleted temp file.
 #[test]
 fn record_open_files_event() {

@@ -9,6 +9,8 @@
 //! - [`skip`]: tests that cannot run here (recorded; failed under CI); [`big_stack`] for tests
 //!   that hold protocol messages.
 
+#![forbid(unsafe_code)]
+
 pub mod builtins;
 pub mod model;
 pub mod render;

@@ -39,15 +39,8 @@ pub struct Runner {
 /// True when `dir` is on tmpfs (where per-tick renames are cheap; on ext4 each rename over an
 /// existing file costs about half a millisecond).
 pub fn on_tmpfs(dir: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
-    unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == 0x0102_1994
-    }
+    use nix::sys::statfs::{TMPFS_MAGIC, statfs};
+    statfs(dir).is_ok_and(|st| st.filesystem_type() == TMPFS_MAGIC)
 }
 
 pub fn now_epoch() -> u64 {

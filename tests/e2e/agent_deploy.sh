@@ -8,13 +8,10 @@
 # this machine. The "NAS" file system is a temporary directory (--prefix/--init-dir), so nothing
 # is installed in /opt or /etc. Cleans up on any exit.
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "agent_deploy: $*"; }
-fail() { echo "agent_deploy: FAIL: $*" >&2; exit 1; }
+E2E_NAME=agent_deploy
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
 [[ $(id -u) == 0 ]] || e2e_skip agent_deploy "needs root for ip netns"
 command -v ip >/dev/null || fail "ip (iproute2) missing"
 

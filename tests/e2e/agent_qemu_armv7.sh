@@ -4,9 +4,9 @@
 # musleabihf under qemu-user. Builds the binary with scripts/build-targets and installs Debian's
 # qemu-user when they are missing. Loopback only.
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "agent_qemu_armv7: $*"; }
+E2E_NAME=agent_qemu_armv7
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 
 TRIPLE=armv7-unknown-linux-musleabihf
 BIN="$REPO/dist/nasprobe-agent-$TRIPLE"
@@ -16,8 +16,6 @@ if [[ ! -x "$BIN" ]]; then
 fi
 if ! command -v qemu-arm >/dev/null; then
     say "installing qemu-user"
-    # shellcheck source=tests/e2e/lib/skip.sh
-    source "$REPO/tests/e2e/lib/skip.sh"
     [[ $(id -u) == 0 ]] || e2e_skip agent_qemu_armv7 "qemu-arm missing and not root to install it"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-user >/dev/null ||
         { apt-get update -q >/dev/null &&

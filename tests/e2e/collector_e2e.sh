@@ -13,24 +13,13 @@
 #   NASPROBE_BIN_DIR=DIR ...          use nasprobe and nasprobe-agent from DIR, no build
 #   NASPROBE_KEEP=1 ...               keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "collector_e2e: $*"; }
-fail() {
-    echo "collector_e2e: FAIL: $*" >&2
-    exit 1
-}
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    say "building nasprobe and nasprobe-agent (release)"
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
+E2E_NAME=collector_e2e
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
+e2e_build release nasprobe nasprobe-agent
+e2e_bins nasprobe nasprobe-agent
 NP="$BIN/nasprobe"
 AGENT="$BIN/nasprobe-agent"
-[[ -x $NP && -x $AGENT ]] || fail "missing $NP or $AGENT"
 
 ARM_AGENT="${NASPROBE_DIST:-$PWD/dist}/nasprobe-agent-armv7-unknown-linux-musleabihf"
 QEMU="$(command -v qemu-arm-static || command -v qemu-arm || true)"

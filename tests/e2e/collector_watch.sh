@@ -8,22 +8,16 @@
 #   tests/e2e/collector_watch.sh      build (release) and run
 #   NASPROBE_BIN_DIR=DIR ...          use binaries from DIR
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "collector_watch: $*"; }
+E2E_NAME=collector_watch
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 fail() {
-    echo "collector_watch: FAIL: $*" >&2
+    echo "$E2E_NAME: FAIL: $*" >&2
     [[ -f ${TMP:-/nonexistent}/pane.txt ]] && cat "$TMP/pane.txt" >&2
     exit 1
 }
 command -v tmux >/dev/null || fail "tmux is missing (apt-get install tmux)"
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
+e2e_build release nasprobe nasprobe-agent
 TMP="$(mktemp -d /tmp/nasprobe-watch.XXXXXX)"
 SESSION="nasprobe-watch-$$"
 PIDS=()

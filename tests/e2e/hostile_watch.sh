@@ -13,18 +13,14 @@
 #   NASPROBE_BIN_DIR=DIR ...        use nasprobe and the hostile_agent example from DIR
 set -euo pipefail
 E2E_NAME=hostile_watch
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-# shellcheck source=lib/skip.sh
-source tests/e2e/lib/skip.sh
-say() { echo "$E2E_NAME: $*"; }
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 fail() {
     echo "$E2E_NAME: FAIL: $*" >&2
     [[ -f ${TMP:-/nonexistent}/pane.txt ]] && cat -v "$TMP/pane.txt" >&2
     exit 1
 }
 command -v tmux >/dev/null || e2e_skip "$E2E_NAME" "tmux is missing (apt-get install tmux)"
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
     say "building nasprobe and the hostile_agent example"
     cargo build -q -p nasprobe --bin nasprobe --example hostile_agent

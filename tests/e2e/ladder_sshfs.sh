@@ -11,18 +11,17 @@
 #   tests/e2e/ladder_sshfs.sh              build (release) and run; needs root
 #   NASPROBE_BIN_DIR=DIR ...               use nasprobe and nasprobe-agent from DIR
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
+E2E_NAME=ladder_sshfs
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 # shellcheck source=tests/e2e/lib/netns.sh
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=ladder_sshfs
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
 [[ $(id -u) == 0 ]] || e2e_skip ladder_sshfs "needs root for network namespaces and FUSE mounts"
 for c in sshfs sshd fusermount3 jq tc; do
     command -v "$c" >/dev/null || [[ -x /usr/sbin/$c ]] || nn_fail "$c is missing (scripts/setup installs it)"
 done
-nn_binaries "$REPO"
+nn_binaries
 nn_setup ladder_sshfs
 T=$NN_TMP
 MBIT=200

@@ -27,18 +27,17 @@
 #   NASPROBE_BIN_DIR=DIR ...              use nasprobe and nasprobe-agent from DIR, no build
 #   NASPROBE_KEEP=1 ...                   keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
+E2E_NAME=real_rsync_ssh
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 # shellcheck source=tests/e2e/lib/netns.sh
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=real_rsync_ssh
 
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
 [[ $(id -u) == 0 ]] || e2e_skip real_rsync_ssh "needs root for network and pid namespaces"
 nn_need_packages rsync openssh-server openssh-client iproute2 util-linux procps jq ||
     nn_fail "could not install the packages"
-nn_binaries "$REPO"
+nn_binaries
 
 nn_setup real_rsync_ssh
 T=$NN_TMP

@@ -9,23 +9,18 @@
 #   NASPROBE_BIN_DIR=DIR         use nasprobe and nasprobe-agent from DIR, no build
 #   NASPROBE_KEEP=1              keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-T=reliability_agent_restart
-say() { echo "$T: $*"; }
+E2E_NAME=reliability_agent_restart
+T=$E2E_NAME
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 fail() {
-    echo "$T: FAIL: $*" >&2
+    echo "$E2E_NAME: FAIL: $*" >&2
     [[ -f ${TMP:-/nonexistent}/record.log ]] && tail -20 "$TMP/record.log" >&2
     exit 1
 }
 command -v sqlite3 >/dev/null || fail "sqlite3 missing (apt-get install sqlite3)"
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
+e2e_build release nasprobe nasprobe-agent
+e2e_bins nasprobe nasprobe-agent
 NP="$BIN/nasprobe"
 AGENT="$BIN/nasprobe-agent"
 TMP="$(mktemp -d /tmp/nasprobe-restart.XXXXXX)"

@@ -15,19 +15,15 @@
 #   tests/e2e/reliability_netcut.sh          needs root, iproute2, util-linux
 #   NASPROBE_BIN_DIR=DIR / NASPROBE_KEEP=1
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
+E2E_NAME=reliability_netcut
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 # shellcheck source=tests/e2e/lib/netns.sh
 source tests/e2e/lib/netns.sh
-command -v sqlite3 >/dev/null || { echo "reliability_netcut: FAIL: sqlite3 missing" >&2; exit 1; }
-((EUID == 0)) || { echo "reliability_netcut: FAIL: needs root (network namespaces)" >&2; exit 1; }
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
+command -v sqlite3 >/dev/null || fail "sqlite3 missing"
+((EUID == 0)) || fail "needs root (network namespaces)"
+e2e_build release nasprobe nasprobe-agent
+e2e_bins nasprobe nasprobe-agent
 NP="$BIN/nasprobe"
 AGENT="$BIN/nasprobe-agent"
 CUT=${NASPROBE_CUT_SECONDS:-30}

@@ -13,10 +13,9 @@
 #   tests/e2e/reliability_soak.sh                 both
 #   tests/e2e/reliability_soak.sh soak_fast_churn one of them
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "reliability_soak: $*"; }
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
+E2E_NAME=reliability_soak
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 export NASPROBE_SOAK_SECONDS="${NASPROBE_SOAK_SECONDS:-120}"
 export NASPROBE_STRESS_SECONDS="${NASPROBE_STRESS_SECONDS:-30}"
 command -v stress-ng >/dev/null || say "note: stress-ng missing (apt-get install stress-ng): busy loops instead"

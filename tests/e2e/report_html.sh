@@ -16,13 +16,9 @@
 #   NASPROBE_RECORD=60s ...                       how long to record the scenario (default 60s)
 #   NASPROBE_KEEP=1 ...                           keep the temporary folder (printed)
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-say() { echo "report_html: $*"; }
-fail() {
-    echo "report_html: FAIL: $*" >&2
-    exit 1
-}
+E2E_NAME=report_html
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 
 TMP="$(mktemp -d /tmp/nasprobe-html.XXXXXX)"
 cleanup() {

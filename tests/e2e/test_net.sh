@@ -6,16 +6,15 @@
 #
 #   tests/e2e/test_net.sh              build (release) and run; needs root
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
+E2E_NAME=test_net
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 # shellcheck source=tests/e2e/lib/netns.sh
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=test_net
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
 [[ $(id -u) == 0 ]] || e2e_skip test_net "needs root for network namespaces"
 for c in jq tc; do command -v "$c" >/dev/null || nn_fail "$c is missing"; done
-nn_binaries "$REPO"
+nn_binaries
 nn_setup test_net
 T=$NN_TMP
 MBIT=200

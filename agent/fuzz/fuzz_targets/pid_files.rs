@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = parse_schedstat(data);
     let max = data.first().map_or(256, |&b| b as usize + 1);
-    let mut out = heapless::String::new();
+    let mut out = heapless::String::<256>::new();
     format_cmdline(data, DEFAULT_REDACT.iter().copied(), max, &mut out);
     assert!(out.len() <= max.min(256));
     // Whatever follows "password=" in the output is the mask (or the output was cut there).

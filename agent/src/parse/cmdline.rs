@@ -1,7 +1,5 @@
 //! `/proc/PID/cmdline`: the arguments, joined for display with secrets masked.
 
-use nasprobe_proto::CMDLINE_LEN;
-
 /// Patterns always masked in command lines; `--redact` adds more.
 pub const DEFAULT_REDACT: [&[u8]; 4] = [b"password=", b"--password", b"token=", b"key="];
 
@@ -10,19 +8,20 @@ pub(crate) const MASK: &str = "***";
 
 /// Formats a raw /proc/PID/cmdline (NUL-separated arguments) for display: arguments joined
 /// by one space, secrets masked, at most `max` bytes (capped at `CMDLINE_LEN`), non-UTF-8
-/// bytes as '?'.
+/// bytes as '?'. Generic over the output's capacity: a path is redacted whole into a big one
+/// before it is cut to `CMDLINE_LEN` (`Procs::redact_path`).
 ///
 /// Masking: where an argument contains a pattern (ASCII case-insensitive), the rest of that
 /// argument after the pattern (after a following '=' when the pattern has none) becomes `***`.
 /// An argument that IS a pattern (`--password`) masks the whole next argument.
-pub fn format_cmdline<'p>(
+pub fn format_cmdline<'p, const N: usize>(
     raw: &[u8],
     patterns: impl Iterator<Item = &'p [u8]> + Clone,
     max: usize,
-    out: &mut heapless::String<CMDLINE_LEN>,
+    out: &mut heapless::String<N>,
 ) {
     out.clear();
-    let max = max.min(CMDLINE_LEN);
+    let max = max.min(N);
     let raw = raw.strip_suffix(b"\0").unwrap_or(raw);
     if raw.is_empty() {
         return;
@@ -80,8 +79,8 @@ pub fn format_cmdline<'p>(
 }
 
 /// Appends sanitized bytes; false when `max` was reached (the output is then complete).
-fn push_label(out: &mut heapless::String<CMDLINE_LEN>, bytes: &[u8], max: usize) -> bool {
-    let mut tmp = heapless::String::<CMDLINE_LEN>::new();
+fn push_label<const N: usize>(out: &mut heapless::String<N>, bytes: &[u8], max: usize) -> bool {
+    let mut tmp = heapless::String::<N>::new();
     let room = max.saturating_sub(out.len());
     let complete = super::to_label(bytes, room, &mut tmp);
     let _ = out.push_str(&tmp);
@@ -98,9 +97,10 @@ fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nasprobe_proto::CMDLINE_LEN;
 
     fn fmt(raw: &[u8], extra: &[&[u8]], max: usize) -> String {
-        let mut out = heapless::String::new();
+        let mut out = heapless::String::<CMDLINE_LEN>::new();
         format_cmdline(
             raw,
             DEFAULT_REDACT.iter().copied().chain(extra.iter().copied()),

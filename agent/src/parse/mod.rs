@@ -28,6 +28,7 @@ use core::fmt;
 
 /// Why a parser refused its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParseError {
     /// The input ended before a required field (a file cut short).
     Truncated(&'static str),

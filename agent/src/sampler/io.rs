@@ -210,7 +210,7 @@ impl Once {
     }
 }
 
-/// Builds "<a>/<b>/<file>" paths of numbers into a reusable stack buffer.
+/// Builds `"<a>/<b>/<file>"` paths of numbers into a reusable stack buffer.
 pub(crate) struct PathBuf64 {
     buf: [u8; 96],
     len: usize,

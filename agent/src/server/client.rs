@@ -19,9 +19,19 @@ use super::{KEEPALIVE_AFTER, MAX_OUT_FRAME, Server, refused};
 use crate::ring::Ring;
 use crate::sampler::wall_ms;
 
-/// Frames a client may send per second once authenticated (it needs one `KeepAlive` in a
-/// while); more and it is dropped.
+/// Frames a client may send per second, in every state from its first byte on (before and
+/// after `AuthOk`, before `Resume`, streaming, while its test runs): a collector needs one
+/// `Auth`, one `Resume` or `TestRequest` and a `KeepAlive` in a while; more and it is dropped.
 pub(crate) const CLIENT_FRAMES_PER_S: u32 = 20;
+/// Frames of one client acted on per round of the poll loop; the rest wait in its input buffer
+/// for the next round (polled with a zero timeout), so that no peer holds the loop, and the
+/// sampling tick, however fast it sends. Four: a handshake needs two, and the budget above
+/// drops a flooder within six rounds.
+pub(crate) const FRAMES_PER_ROUND: usize = 4;
+/// How long a connection may wait for its test's result: the test's own bound and the time a
+/// last `fdatasync` or stream may take to end; then it is dropped (and its test cancelled).
+pub(crate) const TESTING_DEADLINE: Duration =
+    crate::selftest::MAX_TEST_TIME.saturating_add(Duration::from_secs(20));
 /// Per-client partial-write buffer: control frames and the tail of a half-sent record.
 const OUT_CAP: usize = 2 * MAX_OUT_FRAME;
 const IN_CAP: usize = LEN_PREFIX + MAX_CLIENT_FRAME_LEN + MAC_LEN;
@@ -35,7 +45,8 @@ pub(super) struct Client {
     pub(super) peer: SocketAddr,
     /// Where the handshake is (streaming once `Resume` has arrived).
     pub(super) hs: AgentHandshake,
-    /// Handshake deadline (until `Resume` has arrived).
+    /// Handshake deadline (until `Resume` or a `TestRequest` has arrived), then the test's
+    /// ([`TESTING_DEADLINE`]) while one runs for it.
     pub(super) deadline: Instant,
     pub(super) inbuf: [u8; IN_CAP],
     pub(super) in_len: usize,
@@ -49,10 +60,13 @@ pub(super) struct Client {
     /// Last time the socket accepted bytes or there was nothing to send.
     pub(super) last_progress: Instant,
     pub(super) records_sent: u64,
-    /// Frames received since `frames_since` once streaming (at most [`CLIENT_FRAMES_PER_S`] a
-    /// second).
+    /// Frames received since `frames_since`, in every state (at most [`CLIENT_FRAMES_PER_S`]
+    /// a second).
     pub(super) frames: u32,
     pub(super) frames_since: Instant,
+    /// Whole frames wait in `inbuf` (the round's [`FRAMES_PER_ROUND`] were used): read them at
+    /// the next round even if the socket has nothing new.
+    pub(super) more: bool,
     /// A wrong proof over the limit: refused at `deadline`, input ignored until then.
     pub(super) refusing: bool,
     /// MACs of the frames to the collector (after `AuthOk`) and from it (after `Auth`).
@@ -272,6 +286,7 @@ impl Server {
                 records_sent: 0,
                 frames: 0,
                 frames_since: now,
+                more: false,
                 refusing: false,
             };
             log::debug!("client {peer}: connected");
@@ -316,37 +331,25 @@ impl Server {
         }
     }
 
-    /// Reads what the client sent and acts on every whole frame.
+    /// Reads what the client sent and acts on its whole frames, at most [`FRAMES_PER_ROUND`]
+    /// (the rest stay buffered, `more` set); a deadline that passed ends the connection here
+    /// too, however much keeps arriving.
     pub(super) fn read_client(
         &mut self,
         slot: usize,
         now: Instant,
     ) -> Result<(), (String, log::Level)> {
+        let mut handled = 0usize;
         loop {
-            let Some(c) = self.clients[slot].as_mut() else {
-                return Ok(());
-            };
-            if c.in_len == IN_CAP {
-                // Cannot happen: a whole frame fits and is consumed below; be safe anyway.
-                return Err(("input buffer full".into(), log::Level::Warn));
-            }
-            let n = match c.stream.read(&mut c.inbuf[c.in_len..]) {
-                Ok(0) => {
-                    return Err((
-                        "connection closed by the collector".into(),
-                        log::Level::Info,
-                    ));
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err((format!("receive failed: {e}"), log::Level::Info)),
-            };
-            c.in_len += n;
+            // The frames already buffered first.
             loop {
                 let Some(c) = self.clients[slot].as_mut() else {
                     return Ok(());
                 };
+                if handled == FRAMES_PER_ROUND {
+                    c.more = true;
+                    return Ok(());
+                }
                 let got = match c.rx_mac.as_mut() {
                     Some(mac) => {
                         decode_sealed_frame(&c.inbuf[..c.in_len], MAX_CLIENT_FRAME_LEN, mac)
@@ -355,7 +358,10 @@ impl Server {
                 };
                 let (msg, used) = match got {
                     Ok(Some(x)) => x,
-                    Ok(None) => break,
+                    Ok(None) => {
+                        c.more = false;
+                        break;
+                    }
                     Err(FrameError::UnsupportedVersion(v)) => {
                         let reason = version_advice(v, "collector", "agent").to_string();
                         self.refuse_and_drop(slot, &reason);
@@ -375,8 +381,32 @@ impl Server {
                 };
                 c.inbuf.copy_within(used..c.in_len, 0);
                 c.in_len -= used;
+                handled += 1;
                 self.on_message(slot, msg, now);
             }
+            if self.deadline_passed(slot, now) {
+                return Ok(());
+            }
+            let Some(c) = self.clients[slot].as_mut() else {
+                return Ok(());
+            };
+            if c.in_len == IN_CAP {
+                // Cannot happen: a whole frame fits and is consumed above; be safe anyway.
+                return Err(("input buffer full".into(), log::Level::Warn));
+            }
+            let n = match c.stream.read(&mut c.inbuf[c.in_len..]) {
+                Ok(0) => {
+                    return Err((
+                        "connection closed by the collector".into(),
+                        log::Level::Info,
+                    ));
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err((format!("receive failed: {e}"), log::Level::Info)),
+            };
+            c.in_len += n;
         }
     }
 
@@ -394,21 +424,20 @@ impl Server {
         let Some(c) = self.clients[slot].as_mut() else {
             return;
         };
-        if c.refusing {
+        // One budget for every frame, whatever the state (a refused proof's wait included).
+        if now.duration_since(c.frames_since) >= Duration::from_secs(1) {
+            c.frames_since = now;
+            c.frames = 0;
+        }
+        c.frames += 1;
+        if c.frames > CLIENT_FRAMES_PER_S {
+            let reason =
+                format!("sends too much: more than {CLIENT_FRAMES_PER_S} messages in a second");
+            self.refuse_and_drop(slot, &reason);
             return;
         }
-        if c.hs.is_streaming() {
-            if now.duration_since(c.frames_since) >= Duration::from_secs(1) {
-                c.frames_since = now;
-                c.frames = 0;
-            }
-            c.frames += 1;
-            if c.frames > CLIENT_FRAMES_PER_S {
-                let reason =
-                    format!("sends too much: more than {CLIENT_FRAMES_PER_S} messages in a second");
-                self.refuse_and_drop(slot, &reason);
-                return;
-            }
+        if c.refusing {
+            return;
         }
         let r = match c.hs.on_message(&self.token, &msg) {
             Ok(AgentAction::Nothing) => return,
@@ -512,18 +541,39 @@ impl Server {
         now: Instant,
     ) {
         let why = crate::selftest::refusal(
-            self.cfg.allow_tests,
+            &self.cfg.allow_tests,
+            &req,
             self.test.is_some(),
             self.last_test_end,
             now,
         );
-        if let Some(why) = why.or_else(|| crate::selftest::precheck(&req).err()) {
-            self.refuse_and_drop(slot, &why);
-            return;
-        }
+        let folder = match why.map_or_else(
+            || crate::selftest::precheck(&req, &self.cfg.allow_tests),
+            Err,
+        ) {
+            Ok(f) => f,
+            Err(why) => {
+                self.refuse_and_drop(slot, &why);
+                return;
+            }
+        };
+        // A net test's run key: from this session's key for the receiver, unsealed with it
+        // for the sender (nasprobe_proto::test_stream).
+        let session_key = self.clients[slot]
+            .as_ref()
+            .and_then(|c| c.hs.session_key(&self.token));
+        let run_key = match (&req, session_key) {
+            (nasprobe_proto::TestRequest::NetReceiveRun(_), Some(k)) => {
+                Some(nasprobe_proto::test_stream::run_key(&k))
+            }
+            (nasprobe_proto::TestRequest::NetSendRun(n), Some(k)) => {
+                Some(nasprobe_proto::test_stream::seal_run_key(&k, &n.sealed_key))
+            }
+            _ => None,
+        };
         // A receiver binds its test port now, says so, and its thread takes the listener.
         let listener = match &req {
-            nasprobe_proto::TestRequest::NetReceive(_) => {
+            nasprobe_proto::TestRequest::NetReceiveRun(_) => {
                 let addr = SocketAddr::new(self.cfg.listen.ip(), self.cfg.test_port);
                 match std::net::TcpListener::bind(addr) {
                     Ok(l) => Some(l),
@@ -549,9 +599,18 @@ impl Server {
                 return;
             }
         }
-        match crate::selftest::start(req, slot, self.cfg.sys_root.clone(), listener) {
+        let started = crate::selftest::start(
+            req,
+            slot,
+            self.cfg.sys_root.clone(),
+            listener,
+            run_key,
+            folder,
+        );
+        match started {
             Ok(t) => {
-                if let Some(c) = self.clients[slot].as_ref() {
+                if let Some(c) = self.clients[slot].as_mut() {
+                    c.deadline = now + TESTING_DEADLINE;
                     log::info!("client {}: test started", c.peer);
                 }
                 self.test = Some(t);
@@ -567,10 +626,16 @@ impl Server {
             return;
         };
         let slot = t.slot;
+        // A test that wrote nothing (it failed before its first byte) does not use the minute.
+        if t.began() {
+            self.last_test_end = Some(now);
+        }
         let result = t.finish();
-        self.last_test_end = Some(now);
         let Some(c) = self.clients[slot].as_mut().filter(|c| c.hs.is_testing()) else {
-            log::info!("test ended after its collector went away: {result:?}");
+            log::info!(
+                "test ended after its collector went away: {}",
+                crate::selftest::describe(&result)
+            );
             return;
         };
         log::info!("client {}: test done", c.peer);
@@ -581,27 +646,43 @@ impl Server {
         self.drop_client(slot, "test done", log::Level::Info);
     }
 
-    /// Handshake deadlines, stalled senders and keep-alives.
+    /// Ends the connection in `slot` when its deadline passed (the handshake's, or the test's
+    /// while one runs for it); true when it did.
+    pub(super) fn deadline_passed(&mut self, slot: usize, now: Instant) -> bool {
+        let Some(c) = self.clients[slot].as_ref() else {
+            return false;
+        };
+        if c.hs.is_streaming() || now < c.deadline {
+            return false;
+        }
+        if c.hs.is_testing() {
+            let reason = format!(
+                "its test did not end within {} s: cancelled",
+                TESTING_DEADLINE.as_secs()
+            );
+            self.refuse_and_drop(slot, &reason);
+        } else if c.refusing {
+            self.refuse_and_drop(slot, &HandshakeError::BadProof.to_string());
+        } else {
+            let reason = format!(
+                "handshake not completed within {} ms",
+                self.limits.handshake_timeout.as_millis()
+            );
+            self.refuse_and_drop(slot, &reason);
+        }
+        true
+    }
+
+    /// Handshake and test deadlines, stalled senders and keep-alives.
     pub(super) fn check_timers(&mut self, now: Instant) {
         for slot in 0..self.clients.len() {
+            if self.deadline_passed(slot, now) {
+                continue;
+            }
             let Some(c) = self.clients[slot].as_mut() else {
                 continue;
             };
-            if c.hs.is_testing() {
-                continue;
-            }
             if !c.hs.is_streaming() {
-                if now >= c.deadline {
-                    if c.refusing {
-                        self.refuse_and_drop(slot, &HandshakeError::BadProof.to_string());
-                        continue;
-                    }
-                    let reason = format!(
-                        "handshake not completed within {} ms",
-                        self.limits.handshake_timeout.as_millis()
-                    );
-                    self.refuse_and_drop(slot, &reason);
-                }
                 continue;
             }
             if c.pending(&self.ring) {

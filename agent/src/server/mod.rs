@@ -189,6 +189,17 @@ impl Server {
                 .map_err(|e| log::warn!("kernel log unavailable ({e}): OOM kills are not marked"))
                 .ok();
         }
+        match &s.cfg.allow_tests.disk {
+            crate::config::DiskScope::Anywhere => log::warn!(
+                "--allow-tests: disk tests in any folder (name them with \
+                 --allow-tests=disk:DIR,net)"
+            ),
+            crate::config::DiskScope::Folders(f) => log::info!(
+                "--allow-tests: disk tests in {} folder(s) and below",
+                f.len()
+            ),
+            crate::config::DiskScope::Off => {}
+        }
         s.take_sample(Instant::now());
         Ok(s)
     }
@@ -320,7 +331,11 @@ impl Server {
                 let rev = |f: &PollFd| f.revents().unwrap_or(PollFlags::empty());
                 ready_clients.clear();
                 for (k, &slot) in slots.iter().enumerate() {
-                    let r = rev(&fds[first_client + k]);
+                    let mut r = rev(&fds[first_client + k]);
+                    if self.clients[slot].as_ref().is_some_and(|c| c.more) {
+                        // Whole frames wait in its buffer.
+                        r |= PollFlags::POLLIN;
+                    }
                     if !r.is_empty() {
                         ready_clients.push((slot, r));
                     }
@@ -368,8 +383,9 @@ impl Server {
             until = until.min(t);
         }
         for c in self.clients.iter().flatten() {
-            if c.hs.is_testing() {
-                continue;
+            if c.more {
+                // Frames wait in its buffer: the next round at once.
+                return PollTimeout::ZERO;
             }
             if !c.hs.is_streaming() {
                 until = until.min(c.deadline);

@@ -226,6 +226,8 @@ pub struct Conn {
     /// The session's MACs (to the agent, from it) once the agent proved the token.
     pub tx_mac: Option<FrameMac>,
     pub rx_mac: Option<FrameMac>,
+    /// The session key, once the agent proved the token.
+    pub session_key: Option<[u8; 32]>,
 }
 
 impl Conn {
@@ -241,6 +243,7 @@ impl Conn {
             buf: Vec::new(),
             tx_mac: None,
             rx_mac: None,
+            session_key: None,
         }
     }
 
@@ -310,6 +313,7 @@ impl Conn {
                     let (tx, rx) = hs.frame_macs(token).expect("the agent's proof checked");
                     self.tx_mac = Some(tx);
                     self.rx_mac = Some(rx);
+                    self.session_key = hs.session_key(token);
                 }
                 Ok(ClientAction::Hello(h)) => return Ok(h),
                 Err(e) => return Err(format!("handshake: {e:?}")),

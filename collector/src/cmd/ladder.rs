@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::net::conn::Collector;
+use crate::sys::fs::{AlignedBuf, drop_cache, free_bytes, set_nocache};
 
 /// The block every write and read moves: the size the field measured with (`dd bs=1M`).
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -109,20 +110,11 @@ pub fn series_sizes(from: u64, to: u64) -> Vec<u64> {
 
 /// A buffer of one block at [`ALIGN`], filled with bytes that do not compress (a share or a
 /// filesystem that compresses would otherwise measure its compressor).
-struct Block {
-    ptr: *mut u8,
-    layout: std::alloc::Layout,
-}
+struct Block(AlignedBuf);
 
 impl Block {
     fn new() -> Block {
-        let layout = std::alloc::Layout::from_size_align(BLOCK, ALIGN).expect("valid layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        let mut b = Block { ptr, layout };
+        let mut b = Block(AlignedBuf::zeroed(BLOCK, ALIGN));
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
         for c in b.bytes_mut().chunks_exact_mut(8) {
             // xorshift64: cheap, incompressible enough for a share.
@@ -134,19 +126,10 @@ impl Block {
         b
     }
     fn bytes(&self) -> &[u8] {
-        // SAFETY: ptr holds BLOCK initialised bytes for the life of self.
-        unsafe { std::slice::from_raw_parts(self.ptr, BLOCK) }
+        self.0.bytes()
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and &mut self is unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, BLOCK) }
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+        self.0.bytes_mut()
     }
 }
 
@@ -164,27 +147,10 @@ fn open_uncached(path: &Path, write: bool, want: CacheBypass) -> std::io::Result
         o.custom_flags(libc::O_DIRECT);
     }
     let f = o.open(path)?;
-    #[cfg(target_os = "macos")]
     if want == CacheBypass::FNocache {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a plain fcntl on an fd we own.
-        if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_NOCACHE, 1) } == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
+        set_nocache(&f)?;
     }
-    let _ = want;
     Ok(f)
-}
-
-/// Drops the file's pages from the cache (after it was synced).
-fn drop_cache(f: &File) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a plain advisory call on an fd we own.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    }
-    let _ = f;
 }
 
 /// Which bypass works in `dir`: tries O_DIRECT (or F_NOCACHE) on a probe file.
@@ -329,26 +295,6 @@ fn read_file(
         p.add(step, n as u64);
     }
     Ok(total)
-}
-
-fn free_bytes(dir: &Path) -> Option<u64> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-        // SAFETY: statvfs fills the struct; c is a valid C string.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-            return None;
-        }
-        #[allow(clippy::unnecessary_cast)] // c_ulong / fsblkcnt_t widths differ by platform
-        Some(st.f_bavail as u64 * st.f_frsize as u64)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        None
-    }
 }
 
 /// Runs the ladder (and records the named agents meanwhile).

@@ -53,11 +53,13 @@ pub fn run(
         }
     );
     let start = Instant::now();
-    while !crate::signals::stop_requested()
-        && duration.is_none_or(|d| start.elapsed() < d)
-        && collector.as_ref().is_none_or(|c| !c.is_finished())
-    {
-        std::thread::sleep(Duration::from_millis(50));
+    // Sleeps until a signal, the end of the duration or the collector's end (no polling).
+    while !crate::signals::stop_requested() && collector.as_ref().is_none_or(|c| !c.is_finished()) {
+        let left = duration.map(|d| d.saturating_sub(start.elapsed()));
+        if left == Some(Duration::ZERO) {
+            break;
+        }
+        crate::signals::sleep(left);
     }
     server.stop();
     if let Some(c) = collector {

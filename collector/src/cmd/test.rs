@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use nasprobe_proto::{
-    ADDR_LEN, DiskResult, DiskTest, MAX_NET_RUNS, NetReceive, NetRun, NetSend, PATH_LEN,
+    ADDR_LEN, DiskResult, DiskTest, MAX_NET_RUNS, NetReceiveRun, NetRun, NetSendRun, PATH_LEN,
     TestRequest, TestResult,
 };
 use serde::Serialize;
@@ -39,6 +39,83 @@ pub struct DiskOut {
     pub big_block_write_mb_s: Option<f64>,
     /// The `bottleneck` of `report --json` over the test.
     pub wall: serde_json::Value,
+}
+
+/// A test's own time bound on the agent (60 s) with room for its last `fdatasync`: no phase of
+/// a test lasts longer.
+const MAX_TEST_US: u64 = 10 * 60 * 1_000_000;
+/// A disk moving more than 100 GB/s, a network more than 1 Tbit/s: out of range, as for samples.
+const MAX_DISK_BYTES_PER_S: u128 = 100_000_000_000;
+const MAX_NET_BYTES_PER_S: u128 = 125_000_000_000;
+
+/// `bytes` in `us` µs is at most `max_per_s` a second and `us` within a test's time.
+fn rate_ok(bytes: u64, us: u64, max_per_s: u128) -> bool {
+    us <= MAX_TEST_US && u128::from(bytes) * 1_000_000 <= max_per_s * u128::from(us.max(1))
+}
+
+/// Range checks of a disk test's result against what was asked, like samples' (an agent could
+/// claim `write 18446744073709551616.0 MB/s`): `Err` says what is out of range.
+fn check_disk(d: &DiskResult, asked: u64) -> Result<(), String> {
+    let phases = [
+        ("write", d.bytes, d.write_us),
+        ("read", d.read_bytes, d.read_us),
+        ("big-block write", d.big_block_bytes, d.big_write_us),
+    ];
+    for (what, bytes, us) in phases {
+        if !rate_ok(bytes, us, MAX_DISK_BYTES_PER_S) {
+            return Err(format!("{what}: {bytes} bytes in {us} µs"));
+        }
+    }
+    if d.bytes > asked || d.read_bytes > d.bytes || d.big_block_bytes > d.bytes {
+        return Err(format!(
+            "{} bytes written, {} read, {} in the big block: {asked} were asked",
+            d.bytes, d.read_bytes, d.big_block_bytes
+        ));
+    }
+    if d.block_bytes == 0 || d.block_bytes > 1 << 30 {
+        return Err(format!("a block of {} bytes", d.block_bytes));
+    }
+    if d.ended_ms < d.started_ms || d.ended_ms - d.started_ms > MAX_TEST_US / 1000 {
+        return Err(format!("from {} to {} ms", d.started_ms, d.ended_ms));
+    }
+    Ok(())
+}
+
+/// Range checks of one side's net runs against the runs asked.
+fn check_net(runs: &[NetRun], asked: &[u8]) -> Result<(), String> {
+    if runs.len() > asked.len() {
+        return Err(format!("{} runs, {} asked", runs.len(), asked.len()));
+    }
+    for (i, (r, &k)) in runs.iter().zip(asked).enumerate() {
+        if r.streams > k {
+            return Err(format!("run {}: {} streams, {k} asked", i + 1, r.streams));
+        }
+        if !rate_ok(r.bytes, r.micros, MAX_NET_BYTES_PER_S) {
+            return Err(format!(
+                "run {}: {} bytes in {} µs",
+                i + 1,
+                r.bytes,
+                r.micros
+            ));
+        }
+        if u64::from(r.retransmits) > r.bytes {
+            return Err(format!(
+                "run {}: {} retransmits of {} bytes",
+                i + 1,
+                r.retransmits,
+                r.bytes
+            ));
+        }
+        if r.ended_ms < r.started_ms || r.ended_ms - r.started_ms > MAX_TEST_US / 1000 {
+            return Err(format!(
+                "run {}: from {} to {} ms",
+                i + 1,
+                r.started_ms,
+                r.ended_ms
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn mb_s(bytes: u64, us: u64) -> f64 {
@@ -115,6 +192,9 @@ pub fn disk(
         TestResult::Failed(why) => bail!("{name}: the disk test failed: {why}"),
         TestResult::Net(_) => bail!("{name}: the agent answered a disk test with a net result"),
     };
+    if let Err(why) = check_disk(&d, bytes) {
+        bail!("{name}: the agent's disk result is out of range ({why}): not shown");
+    }
     let big = (d.big_block_bytes > 0).then(|| mb_s(d.big_block_bytes, d.big_write_us));
     let out = DiskOut {
         host: name,
@@ -208,11 +288,27 @@ pub struct NetRunOut {
 
 fn refused(e: ClientError) -> anyhow::Error {
     match e {
+        // An agent older than the run-bound net test cannot decode its request.
+        ClientError::Refused { host, reason } if reason.starts_with("bad frame") => {
+            anyhow::anyhow!(
+                "{host}: the agent refused the test: {reason} (an agent older than this \
+                 collector: upgrade it to run test net)"
+            )
+        }
         ClientError::Refused { host, reason } => {
             anyhow::anyhow!("{host}: the agent refused the test: {reason}")
         }
         e => e.into(),
     }
+}
+
+/// The receiver's run key, sealed for the sender's session (`nasprobe_proto::test_stream`).
+fn sealed_run_key(rx: &Session, tx: &Session) -> anyhow::Result<[u8; 32]> {
+    let (Some(rk), Some(tk)) = (rx.session_key(), tx.session_key()) else {
+        anyhow::bail!("a session without its key (the agents' proofs were not checked)");
+    };
+    let key = nasprobe_proto::test_stream::run_key(&rk);
+    Ok(nasprobe_proto::test_stream::seal_run_key(&tk, &key))
 }
 
 /// The receiver's address for the sender: its agent's address as this collector reaches it,
@@ -294,17 +390,18 @@ pub fn net(
     );
     let collector = Collector::start(c.open_store()?, targets, Some(c.retention));
     crate::signals::install();
-    let nonce: [u8; 16] = crate::token::random_bytes()[..16]
-        .try_into()
-        .expect("16 bytes");
     let total_s = u16::try_from(u64::from(seconds) * streams.len() as u64).unwrap_or(60);
     let outcome = smol::block_on(async {
         let mut rx = Session::connect(&d_name, &d_addr, &d_tok)
             .await
             .map_err(refused)?;
-        rx.send_test(TestRequest::NetReceive(NetReceive {
+        let mut runs = heapless::Vec::new();
+        for &k in streams {
+            runs.push(k).expect("bounded above");
+        }
+        rx.send_test(TestRequest::NetReceiveRun(NetReceiveRun {
             seconds: total_s,
-            nonce,
+            streams: runs.clone(),
             max_bytes,
         }))
         .await?;
@@ -314,22 +411,21 @@ pub fn net(
             .map_err(refused)?
         {
             TestReply::Ready(r) => r.port,
-            TestReply::Result(r) => anyhow::bail!("{d_name}: no test port: {r:?}"),
+            TestReply::Result(TestResult::Failed(why)) => {
+                anyhow::bail!("{d_name}: no test port: {why}")
+            }
+            TestReply::Result(_) => anyhow::bail!("{d_name}: no test port: a result came first"),
         };
         let to = test_addr(&d_addr, port)?;
         let mut tx = Session::connect(&s_name, &s_addr, &s_tok)
             .await
             .map_err(refused)?;
-        let mut runs = heapless::Vec::new();
-        for &k in streams {
-            runs.push(k).expect("bounded above");
-        }
-        let send = TestRequest::NetSend(NetSend {
+        let send = TestRequest::NetSendRun(NetSendRun {
             to: to.as_str().try_into().expect("checked length"),
             seconds,
             streams: runs,
-            nonce,
             max_bytes,
+            sealed_key: sealed_run_key(&rx, &tx)?,
         });
         let sent = tx.test(send, RESULT_WAIT);
         let got = async {
@@ -351,7 +447,14 @@ pub fn net(
     };
     let runs_of = |who: &str, r: TestResult| -> anyhow::Result<Vec<NetRun>> {
         match r {
-            TestResult::Net(v) => Ok(v.into_iter().collect()),
+            TestResult::Net(v) => {
+                if let Err(why) = check_net(&v, streams) {
+                    anyhow::bail!(
+                        "{who}: the agent's net result is out of range ({why}): not shown"
+                    );
+                }
+                Ok(v.into_iter().collect())
+            }
             TestResult::Failed(why) => anyhow::bail!("{who}: the network test failed: {why}"),
             TestResult::Disk(_) => anyhow::bail!("{who}: answered a net test with a disk result"),
         }
@@ -437,4 +540,76 @@ fn net_text(n: &NetOut) -> String {
     }
     o += &format!("Verdict: {}\n", n.verdict);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk_result() -> DiskResult {
+        DiskResult {
+            device: "sda1".try_into().unwrap(),
+            fs_type: "ext4".try_into().unwrap(),
+            block_bytes: 1 << 20,
+            bytes: 100_000_000,
+            write_us: 5_000_000,
+            read_bytes: 100_000_000,
+            read_us: 1_000_000,
+            cache_dropped: true,
+            big_block_bytes: 100_000_000,
+            big_write_us: 6_000_000,
+            started_ms: 1_000,
+            ended_ms: 20_000,
+        }
+    }
+
+    #[test]
+    fn test_results_out_of_range_are_refused() {
+        assert_eq!(check_disk(&disk_result(), 100_000_000), Ok(()));
+        // The issue's `write 18446744073709551616.0 MB/s`.
+        let mut d = disk_result();
+        (d.bytes, d.write_us) = (u64::MAX, 1);
+        assert!(check_disk(&d, u64::MAX).is_err());
+        let mut d = disk_result();
+        d.write_us = 0;
+        assert!(
+            check_disk(&d, 100_000_000)
+                .unwrap_err()
+                .starts_with("write")
+        );
+        assert!(
+            check_disk(&disk_result(), 1_000).is_err(),
+            "more than asked"
+        );
+        let mut d = disk_result();
+        d.ended_ms = 0;
+        assert!(check_disk(&d, 100_000_000).is_err());
+        let run = NetRun {
+            streams: 1,
+            bytes: 1_000_000_000,
+            micros: 10_000_000,
+            retransmits: 3,
+            started_ms: 5,
+            ended_ms: 10_005,
+        };
+        assert_eq!(check_net(std::slice::from_ref(&run), &[1]), Ok(()));
+        let many = NetRun {
+            streams: 255,
+            ..run.clone()
+        };
+        assert!(
+            check_net(&[many], &[1])
+                .unwrap_err()
+                .contains("255 streams")
+        );
+        let fast = NetRun {
+            micros: 1,
+            ..run.clone()
+        };
+        assert!(check_net(&[fast], &[1]).is_err());
+        assert!(
+            check_net(&[run.clone(), run], &[1]).is_err(),
+            "more runs than asked"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! The metrics nasprobe exports: names, help, node_exporter counterparts, and the one function
 //! that turns a stored sample (or event) into points. Every format (Prometheus text for
 //! VictoriaMetrics and the scrape endpoint, InfluxDB line protocol, CSV, JSON lines) writes
-//! what [`emit_sample`] and [`emit_event`] hand to its [`Sink`], so the figures are the same
+//! what [`emit_sample`] and `emit_event` hand to its [`Sink`], so the figures are the same
 //! everywhere, and the same as the views' and the report's (rates come from [`nasprobe_formulas`]).
 //!
 //! Conventions: rates are gauges with the unit in the name (`_bytes_per_second`,

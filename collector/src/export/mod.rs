@@ -6,7 +6,7 @@
 //! - `export --format csv|json|influx` (`cmd::export`): points on stdout for scripts and notebooks.
 //!
 //! [`metrics`] names every metric (docs/metrics.md lists them with their node_exporter
-//! counterparts) and turns samples into points; [`format`] writes them.
+//! counterparts) and turns samples into points; [`format`](mod@format) writes them.
 
 pub mod format;
 pub mod metrics;

@@ -1,9 +1,10 @@
 //! `nasprobe serve --metrics ADDR:PORT`: a Prometheus scrape endpoint with the newest rates of
 //! every host in the store (text exposition format 0.0.4), optionally while recording hosts.
 //!
-//! A small HTTP/1.1 server on std: one thread accepts; each connection gets a thread (at most
-//! [`MAX_CONNECTIONS`] at once; more are answered 503), a request head of at most
-//! [`MAX_REQUEST`] bytes, read and write timeouts, `Connection: close`.
+//! A small HTTP/1.1 server: one thread awaits connections and the stop request (smol, no
+//! polling); each connection gets a thread (at most [`MAX_CONNECTIONS`] at once; more are
+//! answered 503), a request head of at most `MAX_REQUEST` bytes, read and write timeouts,
+//! `Connection: close`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -79,7 +80,8 @@ pub fn scrape(
 /// A running scrape endpoint.
 pub struct Server {
     pub addr: std::net::SocketAddr,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Closed to stop accepting (the accept loop races it).
+    stop: smol::channel::Sender<()>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -89,14 +91,13 @@ impl Server {
         let listener =
             TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
+        let listener = smol::Async::new(listener)?;
         let store = Arc::new(Mutex::new(Store::open(db)?.into_reader()));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let s2 = stop.clone();
+        let (stop, stop_rx) = smol::channel::bounded::<()>(1);
         let db = db.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("serve-metrics".into())
-            .spawn(move || accept_loop(listener, store, db, max_age, s2))?;
+            .spawn(move || smol::block_on(accept_loop(listener, store, db, max_age, stop_rx)))?;
         Ok(Server {
             addr: local,
             stop,
@@ -105,19 +106,25 @@ impl Server {
     }
 
     pub fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn accept_loop(
-    listener: TcpListener,
+/// What woke the accept loop.
+enum Woken {
+    Conn(std::io::Result<(smol::Async<TcpStream>, std::net::SocketAddr)>),
+    Stop,
+}
+
+async fn accept_loop(
+    listener: smol::Async<TcpListener>,
     store: Arc<Mutex<StoreReader>>,
     db: PathBuf,
     max_age: Option<Duration>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    stop: smol::channel::Receiver<()>,
 ) {
     let active = Arc::new(AtomicUsize::new(0));
     // Connections over the cap are answered 503 by one thread (each takes at most ~1 s), so a
@@ -130,8 +137,17 @@ fn accept_loop(
                 let _ = refuse(&mut c, 503, b"too many connections\n");
             }
         });
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
+    loop {
+        let woken = smol::future::or(async { Woken::Conn(listener.accept().await) }, async {
+            let _ = stop.recv().await;
+            Woken::Stop
+        })
+        .await;
+        let accepted = match woken {
+            Woken::Stop => return,
+            Woken::Conn(c) => c.and_then(|(c, peer)| Ok((c.into_inner()?, peer))),
+        };
+        match accepted {
             Ok((mut conn, peer)) => {
                 let _ = conn.set_nonblocking(false);
                 let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
@@ -155,12 +171,10 @@ fn accept_loop(
                     log::warn!("serve: cannot spawn a thread for {peer}");
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
             Err(e) => {
+                // Out of descriptors or the like: wait a little before the next accept.
                 log::warn!("serve: accept: {e}");
-                std::thread::sleep(Duration::from_millis(200));
+                smol::Timer::after(Duration::from_millis(200)).await;
             }
         }
     }

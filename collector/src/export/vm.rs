@@ -7,8 +7,8 @@
 //!   sequence number the engine acknowledged (2xx), and `seq`, the last one it surely holds;
 //! - VictoriaMetrics answers 2xx before the rows reach its disk (they sit in memory for a few
 //!   seconds; a SIGKILL loses them), so an acknowledged batch becomes sure only once the engine
-//!   was seen running, without a restart, [`DURABLE_AFTER`] after the acknowledgement (its
-//!   `vm_app_start_timestamp` and uptime, from `/metrics`, checked every [`EPOCH_CHECK`]);
+//!   was seen running, without a restart, `DURABLE_AFTER` after the acknowledgement (its
+//!   `vm_app_start_timestamp` and uptime, from `/metrics`, checked every `EPOCH_CHECK`);
 //! - when the engine restarted, or at start, or after a failed push (which may have been half
 //!   ingested), the records after the sure cursor are sent again, but first the engine is asked
 //!   (`/api/v1/export` over the batch's time range) which points it already holds, and those are
@@ -86,6 +86,7 @@ impl VmTarget {
 
 /// Why a push did not go through.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PushError {
     #[error("{url}: {source}")]
     Http { url: String, source: ureq::Error },
@@ -217,7 +218,7 @@ impl Pusher {
     }
 
     /// The points the engine holds for `host` between the two times (ms, inclusive), as
-    /// (series key, timestamp ms); see [`series_key`].
+    /// (series key, timestamp ms); see `series_key`.
     pub fn existing(
         &self,
         host: &str,
@@ -580,7 +581,8 @@ pub(crate) struct ExportLive {
 /// A background exporter: its own store connection and thread, pushes through `smol::unblock`.
 pub(crate) struct Exporter {
     pub live: Arc<ExportLive>,
-    stop: Arc<AtomicBool>,
+    /// Closed to ask the exporter to stop (its sleeps race it: no polling).
+    stop: smol::channel::Sender<()>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -610,12 +612,12 @@ impl Exporter {
         let store = Store::open(&db)?;
         let state = ExportState::load(&store, &pusher.target.cursor_key)?;
         let live = Arc::new(ExportLive::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (l2, s2) = (live.clone(), stop.clone());
+        let (stop, stop_rx) = smol::channel::bounded::<()>(1);
+        let l2 = live.clone();
         let thread = std::thread::Builder::new()
             .name("export-vm".into())
             .stack_size(16 << 20)
-            .spawn(move || smol::block_on(run(store, state, pusher, opts, l2, s2)))?;
+            .spawn(move || smol::block_on(run(store, state, pusher, opts, l2, stop_rx)))?;
         Ok(Exporter {
             live,
             stop,
@@ -625,7 +627,7 @@ impl Exporter {
 
     /// Asks it to stop after pushing what is left (for at most the drain time), and waits.
     pub fn finish(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -638,7 +640,7 @@ async fn run(
     pusher: Pusher,
     opts: ExportOptions,
     live: Arc<ExportLive>,
-    stop: Arc<AtomicBool>,
+    stop: smol::channel::Receiver<()>,
 ) {
     let url = pusher.target.base.clone();
     let mut held = Some((store, state));
@@ -649,7 +651,7 @@ async fn run(
     let minute = |ms: u64| ms / 60_000;
     let mut verdict_sent = minute(nasprobe_proto::time::now_ms());
     loop {
-        if stop.load(Ordering::SeqCst) && stop_at.is_none() {
+        if stop.is_closed() && stop_at.is_none() {
             stop_at = Some(Instant::now() + opts.drain);
         }
         let (mut store, mut st) = held.take().expect("state is put back");
@@ -726,13 +728,18 @@ async fn run(
             }
             return;
         }
-        // Sleep in small steps so a stop request is seen quickly.
-        let until = Instant::now() + pause;
-        while Instant::now() < until {
-            if stop.load(Ordering::SeqCst) && stop_at.is_none() {
-                break;
-            }
-            smol::Timer::after((until - Instant::now()).min(Duration::from_millis(50))).await;
+        // The pause, cut short by a stop request (once draining, the pause is kept: a failing
+        // target is not hammered).
+        let sleep = async {
+            smol::Timer::after(pause).await;
+        };
+        if stop_at.is_none() {
+            smol::future::or(sleep, async {
+                let _ = stop.recv().await;
+            })
+            .await;
+        } else {
+            sleep.await;
         }
     }
 }
@@ -770,7 +777,7 @@ pub fn backfill_with(
     Ok((total, start.elapsed().as_secs_f64()))
 }
 
-/// Waits (looking at the engine every [`EPOCH_CHECK`]) until every acknowledged batch is sure,
+/// Waits (looking at the engine every `EPOCH_CHECK`) until every acknowledged batch is sure,
 /// for at most `max`. Returns true when all are sure.
 pub fn wait_sure(
     store: &mut Store,

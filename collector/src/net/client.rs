@@ -25,6 +25,7 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     #[error("{host}: cannot connect to {addr}: {source}")]
     Connect {
@@ -63,6 +64,9 @@ pub enum ClientError {
     BadAgentProof { host: String },
     #[error("{host}: {}", nasprobe_proto::version_advice(*.version, "agent", "collector"))]
     Version { host: String, version: u8 },
+    /// A handshake failure this collector has no better words for (a newer protocol crate's).
+    #[error("{host}: handshake failed: {reason}")]
+    Handshake { host: String, reason: String },
     /// A frame after the handshake whose MAC does not match: someone between the agent and
     /// the collector altered, dropped, replayed, injected or reordered frames. Nothing of it is
     /// stored; the collector reconnects and resumes.
@@ -162,6 +166,8 @@ pub struct Session {
     /// The session's MACs (frames to the agent, from it), once the agent proved the token.
     tx_mac: Option<FrameMac>,
     rx_mac: Option<FrameMac>,
+    /// The session key, once the agent proved the token (a `test net` run key comes from it).
+    session_key: Option<[u8; 32]>,
     /// The agent's clock against this one, measured over the handshake's last round trip.
     pub clock: Option<nasprobe_analysis::ClockOffset>,
 }
@@ -221,6 +227,7 @@ impl Session {
             hello_at: std::time::Instant::now(),
             tx_mac: None,
             rx_mac: None,
+            session_key: None,
             clock: None,
         };
         let h = host.to_string();
@@ -254,6 +261,7 @@ impl Session {
                         self.tx_mac = Some(tx);
                         self.rx_mac = Some(rx);
                     }
+                    self.session_key = hs.session_key(token);
                 }
                 Ok(ClientAction::Hello(mut h)) => {
                     let received_ms = nasprobe_proto::time::now_ms();
@@ -286,6 +294,10 @@ impl Session {
                             reason: nasprobe_proto::sanitize::text(&reason),
                         },
                         HandshakeError::Version(version) => ClientError::Version { host, version },
+                        other => ClientError::Handshake {
+                            host,
+                            reason: other.to_string(),
+                        },
                     });
                 }
             }
@@ -372,6 +384,11 @@ impl Session {
                 return Ok(r);
             }
         }
+    }
+
+    /// The session key of this authenticated connection (see `nasprobe_proto::test_stream`).
+    pub fn session_key(&self) -> Option<[u8; 32]> {
+        self.session_key
     }
 
     /// Sends a test request (see [`Session::test`]); the replies come from

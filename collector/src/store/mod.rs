@@ -60,6 +60,7 @@ pub(crate) const REASON_REJECTED: &str = "rejected";
 pub(crate) const REASON_FLOOD: &str = "flood: events over the cap per interval dropped";
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     #[error(
         "database {path}: disk full (SQLITE_FULL); writes are paused and retried until space returns"

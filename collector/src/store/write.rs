@@ -63,7 +63,7 @@ pub enum Item {
         to_seq: u64,
     },
     /// Events over the cap per interval, `from_seq..=to_seq` (samples in between are stored):
-    /// a gap with reason [`REASON_FLOOD`], merged into the instance's previous flood gap when
+    /// a gap with reason `REASON_FLOOD`, merged into the instance's previous flood gap when
     /// that ended less than a minute before.
     Flood {
         instance: i64,
@@ -224,7 +224,7 @@ impl Store {
     }
 
     /// Keeps the clock offset of `instance` measured now if it is more precise than the one
-    /// stored, or that one is stale ([`CLOCK_STALE_MS`]).
+    /// stored, or that one is stale (`CLOCK_STALE_MS`).
     pub fn note_clock(
         &mut self,
         instance: i64,

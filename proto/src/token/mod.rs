@@ -18,6 +18,7 @@ pub const MIN_TOKEN_BYTES: usize = 16;
 
 /// Why a token file's content is not a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TokenError {
     /// Larger than [`MAX_TOKEN_FILE_BYTES`].
     TooLarge(u64),

@@ -1,5 +1,7 @@
 //! nasprobe-scenario: writes /proc and /sys trees of a declared scenario and keeps them updated.
 
+#![forbid(unsafe_code)]
+
 use nasprobe_testkit::builtins::{self, BuiltinOptions};
 use nasprobe_testkit::{Runner, Scenario};
 use std::io::Write;
@@ -23,8 +25,20 @@ then `ready`, and updates the trees every tick until SIGTERM/SIGINT or --duratio
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+/// SIGTERM and SIGINT set [`STOP`]: blocked in every thread (call before any other thread
+/// starts) and awaited by one of their own, so no handler is needed.
+fn stop_on_signals() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTERM);
+    set.add(Signal::SIGINT);
+    if set.thread_block().is_ok() {
+        std::thread::spawn(move || {
+            if set.wait().is_ok() {
+                STOP.store(true, Ordering::Relaxed);
+            }
+        });
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -170,11 +184,7 @@ fn run(a: &Args) -> i32 {
         eprintln!("nasprobe-scenario: --out DIR is required");
         return 2;
     };
-    // SAFETY: installing a handler that only stores to an atomic is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
+    stop_on_signals();
     let mut runner = match Runner::new(&scn, out, nasprobe_testkit::runner::now_epoch()) {
         Ok(r) => r,
         Err(e) => {

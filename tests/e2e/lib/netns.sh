@@ -15,6 +15,8 @@
 #   nn_wait_port NAME ADDR PORT     wait (bounded) until something listens on ADDR:PORT there
 #   nn_sshd NAME ADDR PORT [LINE..] sshd there (root by key $NN_TMP/id, extra sshd_config LINEs;
 #                                   started through NN_SSHD_PREFIX, e.g. (chrt -r 10))
+#   nn_binaries                     nasprobe and nasprobe-agent (release, lib/base.sh's e2e_build:
+#                                   sourced first) in $NASPROBE and $AGENT
 #   nn_cleanup                      kill every process of every host (killing a pidns init kills
 #                                   the whole namespace), delete the netns, remove the temp dir
 #
@@ -216,15 +218,8 @@ nn_need_packages() {
 
 # Builds (release) or finds nasprobe and nasprobe-agent: sets $NASPROBE and $AGENT.
 nn_binaries() {
-    local repo=$1 bin
-    if [[ -n ${NASPROBE_BIN_DIR:-} ]]; then
-        bin=$NASPROBE_BIN_DIR
-    else
-        nn_log "building nasprobe and nasprobe-agent (release)"
-        (cd "$repo" && cargo build -q --release -p nasprobe -p nasprobe-agent) || nn_fail "build"
-        bin="${CARGO_TARGET_DIR:-$repo/target}/release"
-    fi
-    NASPROBE="$bin/nasprobe"
-    AGENT="$bin/nasprobe-agent"
-    [[ -x $NASPROBE && -x $AGENT ]] || nn_fail "missing $NASPROBE or $AGENT"
+    e2e_build release nasprobe nasprobe-agent
+    e2e_bins nasprobe nasprobe-agent
+    NASPROBE="$BIN/nasprobe"
+    AGENT="$BIN/nasprobe-agent"
 }

@@ -70,6 +70,9 @@ pub(crate) const THREAD_TABLE_CAP: usize = 4096;
 /// Bytes of /proc/PID/cmdline read before formatting (redaction needs the arguments whole;
 /// the output is cut to --cmdline-bytes afterwards).
 pub(crate) const CMDLINE_READ: usize = 4096;
+/// A path redacted whole before it is cut to CMDLINE_LEN: PATH_MAX, the longest link target
+/// the open-files sampler reads (its `LINK_MAX`).
+pub(crate) const REDACT_PATH_LEN: usize = 4096;
 /// getdents64 buffer: ~200 entries of /proc per call.
 pub(crate) const DENTS_BUF: usize = 8 * 1024;
 /// New pids announced by the process connector (fork, exec) and read at the next sample; more
@@ -354,24 +357,29 @@ impl Procs {
             .collect()
     }
 
-    /// A file path redacted like a command line (one argument); a path longer than
-    /// CMDLINE_LEN keeps its end (the file's name) after `...`.
+    /// A file path redacted like a command line (one argument), whole: only then is a path
+    /// longer than CMDLINE_LEN cut, keeping its end (the file's name) after `...`. Cut first,
+    /// a pattern in the part cut away left its value in clear (issue 28: a 336-byte path with
+    /// `token=SECRET` near its start arrived with the secret).
     pub fn redact_path(&self, path: &[u8], out: &mut Cmdline) {
-        let mut cut = [0u8; CMDLINE_LEN];
-        let raw = if path.len() > CMDLINE_LEN {
-            let keep = CMDLINE_LEN - 3;
-            cut[..3].copy_from_slice(b"...");
-            cut[3..].copy_from_slice(&path[path.len() - keep..]);
-            &cut[..]
-        } else {
-            path
-        };
+        let mut whole = heapless::String::<REDACT_PATH_LEN>::new();
         format_cmdline(
-            raw,
+            &path[..path.len().min(REDACT_PATH_LEN)],
             self.patterns.iter().map(|p| p.as_slice()),
-            CMDLINE_LEN,
-            out,
+            REDACT_PATH_LEN,
+            &mut whole,
         );
+        out.clear();
+        if whole.len() <= CMDLINE_LEN {
+            let _ = out.push_str(&whole);
+            return;
+        }
+        let mut from = whole.len() - (CMDLINE_LEN - 3);
+        while !whole.is_char_boundary(from) {
+            from += 1;
+        }
+        let _ = out.push_str("...");
+        let _ = out.push_str(&whole[from..]);
     }
 
     /// True when the agent tracks `pid` now.
@@ -633,6 +641,14 @@ mod tests {
         assert_eq!(out.as_str(), "/share/key=***");
         p.redact_path(b"/share/my secret dir/b", &mut out);
         assert!(!out.contains("dir/b"), "{out}");
+        // 336 bytes, the secret in the part a cut to its end would drop (issue 28).
+        let long = format!("/share/token=SECRET/{}/x.mkv", "d".repeat(310));
+        assert_eq!(long.len(), 336);
+        p.redact_path(long.as_bytes(), &mut out);
+        assert_eq!(out.as_str(), "/share/token=***");
+        let long = format!("/share/{}/key=abc/film.mkv", "d/".repeat(200));
+        p.redact_path(long.as_bytes(), &mut out);
+        assert!(!out.contains("abc") && out.ends_with("key=***"), "{out}");
         let long = format!("/share/{}/film.mkv", "d/".repeat(200));
         p.redact_path(long.as_bytes(), &mut out);
         assert!(

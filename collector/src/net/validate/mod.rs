@@ -11,11 +11,11 @@
 //! What is checked (every bound is derived from the `Hello` and the sample's interval; a counter
 //! cannot move faster than its hardware allows):
 //!
-//! - the `Hello` ([`check_hello`]): CPU count, clock ticks, page size, interval, sequence range,
+//! - the `Hello` (`check_hello`): CPU count, clock ticks, page size, interval, sequence range,
 //!   start and current time (the connection is refused when it fails);
-//! - record times ([`TimeWindow`]): within the agent's lifetime, not after the agent's clock at
+//! - record times (`TimeWindow`): within the agent's lifetime, not after the agent's clock at
 //!   the `Hello` plus the time elapsed on the collector's clock since then (+ slack);
-//! - samples ([`check_sample`]) and events ([`check_event`]): every counter and gauge, every
+//! - samples ([`check_sample`]) and events (`check_event`): every counter and gauge, every
 //!   disk/NIC/mount index against the `Hello`'s lists; process ends (signal, exit status
 //!   consistency, report delay), kernel lines (level, pid, suppressed) and TCP connections
 //!   (addresses, state, queues, RTT/RTO, cwnd, byte counters, chrono times).

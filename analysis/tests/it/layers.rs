@@ -1,6 +1,6 @@
-//! The crate's shape as a rule: its modules use each other only downwards (the graph of
-//! `crate::`, `super::` and child paths outside the test modules has no cycle), and no source
-//! file is over 900 lines.
+//! The workspace's shape as a rule: in every crate the modules use each other only downwards
+//! (the graph of `crate::`, `super::` and child paths outside the test modules has no cycle),
+//! and no source file is over 900 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -142,38 +142,78 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     None
 }
 
-#[test]
-fn modules_use_each_other_only_downwards_and_files_stay_small() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The crates of the workspace whose `src` the rules read.
+const CRATES: [&str; 6] = [
+    "agent",
+    "analysis",
+    "collector",
+    "formulas",
+    "proto",
+    "testkit",
+];
+/// Of those, the crates whose modules still use each other, parent and child (the agent's
+/// server and its client; the collector's store, watch and testing folders): their files are
+/// held to the size rule, their cycles are listed but not yet refused.
+const CYCLES_LEFT: [&str; 2] = ["agent", "collector"];
+
+/// A cycle of the crate at `src`, or a file over [`MAX_LINES`]: one line each.
+fn broken_rules(src: &Path) -> Vec<String> {
     let mut files = Vec::new();
-    sources(&src, &mut files);
+    sources(src, &mut files);
+    // A binary's folder is a crate of its own.
+    files.retain(|f| !f.strip_prefix(src).unwrap().starts_with("bin"));
     let texts: BTreeMap<String, String> = files
         .iter()
-        .filter_map(|f| Some((module_of(&src, f)?, std::fs::read_to_string(f).unwrap())))
+        .filter_map(|f| Some((module_of(src, f)?, std::fs::read_to_string(f).unwrap())))
         .collect();
     let modules: BTreeSet<String> = texts.keys().cloned().collect();
-    assert!(modules.contains("verdict::limit") && modules.contains("report"));
     let graph: BTreeMap<String, BTreeSet<String>> = texts
         .iter()
         .map(|(m, t)| (m.clone(), uses(m, t, &modules)))
         .collect();
-    // The rule sees the arrows it should (the pipeline uses the verdict).
-    assert!(
-        graph["analyze"].contains("verdict"),
-        "{:?}",
-        graph["analyze"]
-    );
-    if let Some(c) = cycle(&graph) {
-        panic!("modules that use each other: {}", c.join(" -> "));
+    let mut bad = Vec::new();
+    // Every cycle, one at a time: each found is cut at its last arrow and the search goes on.
+    let mut graph = graph;
+    while let Some(c) = cycle(&graph) {
+        bad.push(format!(
+            "{}: modules that use each other: {}",
+            src.display(),
+            c.join(" -> ")
+        ));
+        let (from, to) = (&c[c.len() - 2], &c[c.len() - 1]);
+        graph.get_mut(from).unwrap().remove(to);
     }
     for f in &files {
         let n = std::fs::read_to_string(f).unwrap().lines().count();
-        assert!(
-            n <= MAX_LINES,
-            "{}: {n} lines (at most {MAX_LINES})",
-            f.display()
-        );
+        if n > MAX_LINES {
+            bad.push(format!("{}: {n} lines (at most {MAX_LINES})", f.display()));
+        }
     }
+    bad
+}
+
+#[test]
+fn modules_use_each_other_only_downwards_and_files_stay_small() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // The rule sees the arrows it should (the pipeline uses the verdict).
+    let src = root.join("analysis/src");
+    let modules: BTreeSet<String> = ["analyze", "verdict", "verdict::limit", "report"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let analyze = std::fs::read_to_string(src.join("analyze.rs")).unwrap();
+    assert!(uses("analyze", &analyze, &modules).contains("verdict"));
+    let mut bad = Vec::new();
+    for c in CRATES {
+        for line in broken_rules(&root.join(c).join("src")) {
+            if CYCLES_LEFT.contains(&c) && line.contains("modules that use each other") {
+                eprintln!("layers: not yet refused: {line}");
+            } else {
+                bad.push(line);
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 /// The rule catches a cycle, a child used by its parent and a parent used by its child.

@@ -1,7 +1,6 @@
 //! A concurrent reader never sees a partial file or a half-built process directory.
 
-mod common;
-use common::*;
+use crate::common::*;
 use nasprobe_testkit::builtins::{BuiltinOptions, builtin};
 use nasprobe_testkit::*;
 use std::sync::Arc;

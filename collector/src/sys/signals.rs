@@ -1,6 +1,6 @@
 //! SIGINT/SIGTERM: the first asks every running command to stop cleanly (flush the store,
 //! restore the terminal), a second one ends the process. A self-pipe lets a waiting thread
-//! sleep until a signal or a [`wake`] instead of polling a flag.
+//! sleep until a signal or a `wake` instead of polling a flag.
 
 #[cfg(unix)]
 use std::sync::atomic::AtomicI32;

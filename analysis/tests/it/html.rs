@@ -3,9 +3,9 @@
 //! with every event kept, and a golden test on the structure of the document (element names,
 //! ids, classes and data attributes; no coordinates).
 //!
-//! Regenerate the golden file with `NASPROBE_BLESS=1 cargo test -p nasprobe-analysis --test html`.
+//! Regenerate the golden file with `NASPROBE_BLESS=1 cargo test -p nasprobe-analysis --test it html::`.
 
-mod html_scenario;
+use crate::html_scenario;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,6 @@
 //! The generated files have the kernel flavours' formats.
 
-mod common;
-use common::*;
+use crate::common::*;
 use nasprobe_testkit::builtins::{BuiltinOptions, builtin};
 use nasprobe_testkit::render;
 use nasprobe_testkit::*;

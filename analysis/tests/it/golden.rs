@@ -1,5 +1,6 @@
-//! Golden output: the report JSON, the text report (with its events) and the HTML report over
-//! every built-in scenario of testkit, byte for byte as committed in `tests/golden/`.
+//! Golden output: the report JSON, the text report (with its events), the HTML report and the
+//! agent's `sample --json` lines over every built-in scenario of testkit, byte for byte as
+//! committed in `tests/golden/`.
 //!
 //! Each scenario is sampled deterministically, without a clock: testkit writes every host's
 //! /proc and /sys tree at whole simulated seconds and the agent's own sampler reads it (the
@@ -7,16 +8,16 @@
 //! are set to what the simulation declares). The inputs are thus the same on every run, and a
 //! change in any output is a change in the analysis: a restructuring must leave these files
 //! untouched. A deliberate change of the output rewrites them with `UPDATE_GOLDEN=1 cargo test
-//! -p nasprobe-analysis --test golden` (or `NASPROBE_BLESS=1`, as the other golden tests; then
+//! -p nasprobe-analysis --test it golden::` (or `NASPROBE_BLESS=1`, as the other golden tests; then
 //! review the diff).
 
-#[path = "html_scenario/mod.rs"]
-mod html_scenario;
+use crate::html_scenario;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nasprobe_agent::config::Config;
+use nasprobe_agent::sample_cmd::{json_event, json_sample};
 use nasprobe_agent::sampler::Sampler;
 use nasprobe_analysis::{HostData, Instance, Options, TimedEvent, TimedSample, html, text};
 use nasprobe_proto::{AgentStart, Event, Hello, Sample};
@@ -133,6 +134,27 @@ fn sample_builtin(name: &str) -> Vec<HostData> {
     hosts
 }
 
+/// Samples per host in the `agent.jsonl` golden file: enough for every kind of line (the
+/// priming events, processes starting and ending, a restart) without megabytes per scenario.
+const AGENT_JSON_SAMPLES: usize = 5;
+
+/// What `nasprobe-agent sample --json` prints of each host's first [`AGENT_JSON_SAMPLES`]
+/// samples: the events the agent read up to a sample, then the sample (the order of
+/// `sample_cmd::run`), host after host.
+fn agent_jsonl(hosts: &[HostData]) -> String {
+    let mut out = String::new();
+    for h in hosts {
+        let mut events = h.events.iter().peekable();
+        for (hello, ts, sample) in h.decoded().take(AGENT_JSON_SAMPLES) {
+            while let Some(e) = events.next_if(|e| e.time_ms <= ts.time_ms) {
+                json_event(&mut out, &e.event());
+            }
+            json_sample(&mut out, hello, &sample.expect("a stored sample decodes"));
+        }
+    }
+    out
+}
+
 /// The renderings of one window: (file suffix, text).
 fn outputs(hosts: &[HostData]) -> Vec<(&'static str, String)> {
     let a = nasprobe_analysis::analyze(hosts, &Options::default());
@@ -165,6 +187,7 @@ fn outputs(hosts: &[HostData]) -> Vec<(&'static str, String)> {
         ),
         ("txt", txt),
         ("html", html::render(hosts, &a)),
+        ("agent.jsonl", agent_jsonl(hosts)),
     ]
 }
 

@@ -1,7 +1,6 @@
 //! 32-bit counters wrap on the 3.10 armv7 flavour.
 
-mod common;
-use common::*;
+use crate::common::*;
 use nasprobe_testkit::builtins::{BuiltinOptions, builtin};
 use nasprobe_testkit::*;
 

@@ -1,7 +1,6 @@
 //! The nasprobe-scenario binary: host lines, ready, SIGTERM exit, JSON scenarios.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

@@ -1,8 +1,7 @@
 //! Counters are the integral of the declared rates: what an agent reads over any interval
 //! gives back the declared figures.
 
-mod common;
-use common::*;
+use crate::common::*;
 use nasprobe_testkit::builtins::{BuiltinOptions, builtin};
 use nasprobe_testkit::*;
 
