@@ -79,6 +79,8 @@ pub enum Command {
         /// http://127.0.0.1:8428), exactly once; while it is down records wait in the store
         #[arg(long, value_name = "URL")]
         export_vm: Option<String>,
+        #[command(flatten)]
+        alerts: AlertFlags,
         /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
@@ -94,6 +96,8 @@ pub enum Command {
         /// Print plain lines even on a terminal
         #[arg(long)]
         plain: bool,
+        #[command(flatten)]
+        alerts: AlertFlags,
         /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
@@ -153,6 +157,8 @@ pub enum Command {
         /// Stop after this long
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,
+        #[command(flatten)]
+        alerts: AlertFlags,
         /// Agents to record meanwhile (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list)
         #[arg(value_name = "HOST")]
         hosts: Vec<String>,
@@ -190,11 +196,64 @@ pub enum Command {
     /// Check the database: integrity, and per agent instance that every sequence number is
     /// stored exactly once or recorded as a gap (exit 1 otherwise)
     Check,
+    /// The alerts of the store (firing, resolved) and the notifications not delivered; with
+    /// --list, the rules in force (docs/alerts.md)
+    Alerts {
+        /// Print the rules in force with their keys and values (defaults, the config file
+        /// alerts.conf next to the host list, then the flags given here)
+        #[arg(long)]
+        list: bool,
+        /// Only the alerts of the last DUR [default: everything stored]
+        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        since: Option<Duration>,
+        /// One JSON object on stdout: {alerts, undelivered, delivered}
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        alerts: AlertFlags,
+    },
     /// Edit the host list
     Hosts {
         #[command(subcommand)]
         command: HostsCommand,
     },
+}
+
+/// The alert flags of the commands that record (also lines of `alerts.conf`, see
+/// docs/alerts.md).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AlertFlags {
+    /// Set a rule's key: RULE.KEY=VALUE, e.g. stall.below=1MB/s, stall.for=5m,
+    /// host_lost.for=2m, repeat=1h (repeatable; `nasprobe alerts --list` shows them all)
+    #[arg(long = "alert", value_name = "RULE.KEY=VALUE")]
+    pub alert: Vec<String>,
+    /// Turn a rule off (host_lost, stall, death; repeatable)
+    #[arg(long = "no-alert", value_name = "RULE")]
+    pub no_alert: Vec<String>,
+    /// Send alerts to KIND=TARGET: webhook=URL, ntfy=URL, alertmanager=URL, exec=CMD
+    /// (repeatable)
+    #[arg(long = "notify", value_name = "KIND=TARGET")]
+    pub notify: Vec<String>,
+    /// Also alert when a process whose name or command line contains PATTERN ends
+    /// (repeatable)
+    #[arg(long = "watch-process", value_name = "PATTERN")]
+    pub watch_process: Vec<String>,
+    /// Total size the transfer lands (with an agent's --mount on the receiving side): the
+    /// full alert fires when the free space ends before that much has landed
+    #[arg(long = "expect", value_name = "SIZE", value_parser = parse_size)]
+    pub expect: Option<u64>,
+}
+
+impl AlertFlags {
+    pub fn args(&self) -> crate::alerts::AlertArgs {
+        crate::alerts::AlertArgs {
+            alert: self.alert.clone(),
+            no_alert: self.no_alert.clone(),
+            notify: self.notify.clone(),
+            watch_process: self.watch_process.clone(),
+            expect: self.expect,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -68,6 +68,15 @@ impl Context {
         Ok(out)
     }
 
+    /// The alert rules in force: defaults, `alerts.conf` next to the host list, then `args`.
+    pub fn alert_config(
+        &self,
+        args: &crate::alerts::AlertArgs,
+    ) -> anyhow::Result<crate::alerts::AlertConfig> {
+        let file = crate::alerts::config::file_next_to(&self.hosts_file);
+        crate::alerts::AlertConfig::resolve(args, Some(&file))
+    }
+
     /// Opens (or creates) the store, naming the file in any error.
     pub(crate) fn open_store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.db)?)

@@ -12,10 +12,12 @@
 //! - [`export`]: VictoriaMetrics, the scrape endpoint, the point formats;
 //! - [`model`]: decoded samples and rates; [`live_verdict`]: the verdict over the last minute;
 //!   [`local`]: `watch --local` runs an agent on this machine;
+//! - [`alerts`]: the rules evaluated while recording, their state and their delivery;
 //! - `sys`: every `unsafe` (the signal pipe, aligned uncached I/O); denied elsewhere.
 
 #![deny(unsafe_code)]
 
+pub mod alerts;
 pub mod cli;
 pub mod cmd;
 pub mod context;

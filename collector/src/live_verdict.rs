@@ -35,6 +35,8 @@ pub struct Banner {
     pub would_not_help: Vec<String>,
     /// Seconds of data in the window, while it is still filling (None once it is full).
     pub gathering_s: Option<u64>,
+    /// The summaries of the alerts firing now (`crate::alerts`), when the run evaluates them.
+    pub alerts: Vec<String>,
 }
 
 impl Banner {
@@ -71,6 +73,7 @@ impl Banner {
             ruled_out: b.ruled_out.clone(),
             would_not_help: b.would_not_help.clone(),
             gathering_s: (seconds_of_data < WINDOW.as_secs()).then_some(seconds_of_data),
+            alerts: Vec::new(),
         }
     }
 }
@@ -95,6 +98,8 @@ pub(crate) struct LiveVerdict {
     latest: Arc<Mutex<Option<Result<Banner, String>>>>,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    /// The alert task's state, whose firing alerts the banner lists.
+    alerts: Option<Arc<crate::alerts::Shared>>,
 }
 
 impl LiveVerdict {
@@ -132,12 +137,23 @@ impl LiveVerdict {
             latest,
             stop: Some(stop),
             thread,
+            alerts: None,
         }
+    }
+
+    /// The banner lists the alerts `shared` says are firing.
+    pub(crate) fn with_alerts(mut self, shared: Arc<crate::alerts::Shared>) -> LiveVerdict {
+        self.alerts = Some(shared);
+        self
     }
 
     /// The latest banner: None while nothing is stored, Err when the analysis failed.
     pub(crate) fn latest(&self) -> Option<Result<Banner, String>> {
-        self.latest.lock().ok().and_then(|b| b.clone())
+        let mut b = self.latest.lock().ok().and_then(|b| b.clone());
+        if let (Some(Ok(b)), Some(a)) = (&mut b, &self.alerts) {
+            b.alerts = a.firing.lock().map(|f| f.clone()).unwrap_or_default();
+        }
+        b
     }
 }
 

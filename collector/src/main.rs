@@ -38,8 +38,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record {
             duration,
             export_vm,
+            alerts,
             hosts,
-        } => nasprobe::cmd::record::run(c, duration, export_vm.as_deref(), &hosts),
+        } => nasprobe::cmd::record::run(c, duration, export_vm.as_deref(), &alerts.args(), &hosts),
+        Command::Alerts {
+            list,
+            since,
+            json,
+            alerts,
+        } => nasprobe::cmd::alerts::run(c, list, since, json, &alerts.args()),
         Command::Export {
             format,
             since,
@@ -53,20 +60,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             metrics,
             max_age,
             duration,
+            alerts,
             hosts,
         } => nasprobe::cmd::serve::run(
             c,
             &metrics,
             (!max_age.is_zero()).then_some(max_age),
             duration,
+            &alerts.args(),
             &hosts,
         ),
         Command::Watch {
             local,
             duration,
             plain,
+            alerts,
             hosts,
-        } => nasprobe::cmd::watch::run(c, local, duration, plain, &hosts),
+        } => nasprobe::cmd::watch::run(c, local, duration, plain, &alerts.args(), &hosts),
         Command::Report {
             since,
             json,

@@ -2,6 +2,7 @@
 //! [`crate::context::Context`] and its own flags and stands on the machinery (`net`, `store`,
 //! `export`, the analysis); no command imports another.
 
+pub mod alerts;
 pub mod export;
 pub mod hosts;
 pub mod ladder;

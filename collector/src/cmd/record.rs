@@ -9,9 +9,11 @@ pub fn run(
     c: &Context,
     duration: Option<Duration>,
     export_vm: Option<&str>,
+    alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
     let targets = c.targets(hosts, false)?;
+    let alert_cfg = c.alert_config(alert_args)?;
     let db = c.db.clone();
     let store = c.open_store()?;
     // The exporter reads the store through its own connection and pushes what is committed.
@@ -38,6 +40,7 @@ pub fn run(
         duration.map_or(String::new(), |d| format!(" for {}s", d.as_secs_f64()))
     );
     let col = Collector::start(store, targets, Some(c.retention));
+    let alerts = crate::alerts::Alerts::start(db.clone(), col.live.clone(), alert_cfg)?;
     let start = Instant::now();
     // Sleeps until a signal, the end of the duration or the collector's end (no polling).
     while !crate::signals::stop_requested() && !col.is_finished() {
@@ -50,6 +53,11 @@ pub fn run(
     let live = col.live.clone();
     let ran = start.elapsed();
     let store = col.finish();
+    let behind = alerts.behind();
+    alerts.finish();
+    if behind > 0 {
+        eprintln!("nasprobe: the alert task fell behind {behind} times (storing never waited)");
+    }
     // Push what the last batches stored (the exporter gives up after its drain time).
     if let Some(x) = exporter {
         let l = x.live.clone();

@@ -74,8 +74,18 @@ pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
             out.line(&wrote)?;
         }
     }
+    let alerts = crate::alerts::listing::of_window(&store, from, to)?;
     if a.json {
         let mut v = serde_json::to_value(report)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "alerts".into(),
+                alerts
+                    .iter()
+                    .map(crate::alerts::listing::alert_json)
+                    .collect(),
+            );
+        }
         if let (Some(step), Some(o)) = (step, v.as_object_mut()) {
             o.insert(
                 "resolution".into(),
@@ -88,6 +98,7 @@ pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
             out.line(&format!("nothing stored in {}", store.path().display()))?;
         } else {
             out.text(&nasprobe_analysis::text::render(report))?;
+            out.text(&crate::alerts::listing::text_lines(&alerts))?;
             if let Some(step) = step {
                 out.line(&format!("Resolution: {}", resolution_note(step)))?;
             }

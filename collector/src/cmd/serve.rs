@@ -14,9 +14,11 @@ pub fn run(
     metrics: &str,
     max_age: Option<Duration>,
     duration: Option<Duration>,
+    alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
     let db = c.db.clone();
+    let alert_cfg = c.alert_config(alert_args)?;
     let collector = if hosts.is_empty() {
         anyhow::ensure!(
             db.exists(),
@@ -28,6 +30,15 @@ pub fn run(
         let targets = c.targets(hosts, false)?;
         let store = c.open_store()?;
         Some(Collector::start(store, targets, Some(c.retention)))
+    };
+    // Alerts are evaluated when this run records.
+    let alerts = match &collector {
+        Some(col) => Some(crate::alerts::Alerts::start(
+            db.clone(),
+            col.live.clone(),
+            alert_cfg,
+        )?),
+        None => None,
     };
     let server = Server::start(metrics, &db, max_age)?;
     crate::signals::install();
@@ -52,7 +63,11 @@ pub fn run(
     }
     server.stop();
     if let Some(c) = collector {
-        c.finish()?;
+        let stored = c.finish();
+        if let Some(a) = alerts {
+            a.finish();
+        }
+        stored?;
     }
     Ok(())
 }

@@ -105,6 +105,9 @@ pub struct Live {
     /// What could not be stored when the run stopped on a failing store: per host and agent
     /// instance, the records given up and their seq range.
     pub unstored: Mutex<Vec<Unstored>>,
+    /// The alert task's feed, when alerts are evaluated: told of each committed batch,
+    /// never waited for (`crate::alerts::Feed`).
+    pub alert_feed: std::sync::OnceLock<Arc<crate::alerts::Feed>>,
 }
 
 impl Live {
@@ -169,6 +172,7 @@ impl Live {
             committed: Default::default(),
             abandon: AtomicBool::new(false),
             unstored: Mutex::new(Vec::new()),
+            alert_feed: std::sync::OnceLock::new(),
         })
     }
 
@@ -524,6 +528,9 @@ pub async fn store_task(
                 match failed {
                     None => {
                         live.committed.fetch_add(n, Ordering::Relaxed);
+                        if let Some(f) = live.alert_feed.get() {
+                            f.committed(n);
+                        }
                         if let Some(r) = retention
                             && retained_at.elapsed() >= RETENTION_EVERY
                         {

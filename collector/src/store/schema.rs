@@ -90,6 +90,8 @@ const MIGRATIONS: &[&str] = &[
     // 5: the 1-minute and 1-hour rollup tiers (`tiers`); the migration builds them from the
     // chunks.
     tiers::TABLE,
+    // 6: alerts and their notifications still to deliver (`crate::alerts`).
+    crate::alerts::SCHEMA,
 ];
 
 /// The first schema with `sample_chunks`: below it, samples stay raw rows.

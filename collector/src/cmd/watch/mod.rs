@@ -29,9 +29,12 @@ pub fn run(
     local: bool,
     duration: Option<Duration>,
     plain: bool,
+    alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
     let mut targets = c.targets(hosts, local)?;
+    // The banner shows the firing alerts.
+    let alert_cfg = c.alert_config(alert_args)?.quiet();
     let _agent = if local {
         let a = crate::local::start()?;
         let token = crate::token::read_token(&a.token_file)?;
@@ -53,14 +56,17 @@ pub fn run(
     let store = c.open_store()?;
     crate::signals::install();
     let col = Collector::start(store, targets, Some(c.retention));
-    let verdict = LiveVerdict::start(c.db.clone());
+    let alerts = crate::alerts::Alerts::start(c.db.clone(), col.live.clone(), alert_cfg)?;
+    let verdict = LiveVerdict::start(c.db.clone()).with_alerts(alerts.shared.clone());
     let res = if plain || !std::io::stdout().is_terminal() {
         plain_loop(&col.live, &verdict, duration)
     } else {
         tui_loop(&col.live, &verdict, duration)
     };
     drop(verdict);
-    col.finish()?;
+    let stored = col.finish();
+    alerts.finish();
+    stored?;
     res
 }
 

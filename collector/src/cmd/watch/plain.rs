@@ -68,6 +68,9 @@ pub(super) fn banner_lines(b: Option<Result<Banner, String>>) -> Vec<(String, bo
             if let Some(f) = &b.flow {
                 v.push((format!("flow: {f}"), false));
             }
+            for a in &b.alerts {
+                v.push((format!("alert firing: {a}"), true));
+            }
             if b.resource == Resource::None {
                 if let Some(r) = b.ruled_out.first() {
                     let more = b.ruled_out.len() - 1;

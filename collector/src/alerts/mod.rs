@@ -1,0 +1,172 @@
+//! Alerts while recording (issue 27): rules evaluated as samples are stored, each alert sent
+//! once, repeated at most every `repeat` and resolved once, to webhook, ntfy, Alertmanager or a
+//! command. [`config`]: the rules in force; [`rules`]: the conditions; [`state`]: firing,
+//! repeating, resolving, kept in the store; [`payload`] and [`deliver`]: what is sent and how;
+//! [`engine`]: the task; [`wall`]: the wall_changed rule.
+//!
+//! The store task never waits for alerts: after each committed batch it offers a note to the
+//! alert task's bounded [`Feed`]; when that is full the alert task is behind, and the note is
+//! counted, not waited for (the next evaluation reads the store anyway).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub mod config;
+pub(crate) mod deliver;
+pub(crate) mod engine;
+pub(crate) mod listing;
+pub(crate) mod payload;
+pub(crate) mod rules;
+pub(crate) mod state;
+pub(crate) mod wall;
+
+pub use config::{AlertArgs, AlertConfig};
+
+use crate::net::conn::Live;
+use crate::store::Store;
+
+/// The alert tables (schema 6): the alerts with their state, and the notifications to deliver
+/// per receiver (`delivered_ms` set once delivered; `given_up` after the last attempt).
+pub(crate) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS alerts(
+        id INTEGER PRIMARY KEY,
+        rule TEXT NOT NULL,
+        key TEXT NOT NULL,
+        host TEXT,
+        state TEXT NOT NULL,
+        started_ms INTEGER NOT NULL,
+        ended_ms INTEGER,
+        sent_ms INTEGER NOT NULL,
+        count INTEGER NOT NULL,
+        summary TEXT NOT NULL,
+        evidence TEXT NOT NULL,
+        last_ms INTEGER
+     );
+     CREATE INDEX IF NOT EXISTS alerts_state ON alerts(state, rule, key);
+     CREATE INDEX IF NOT EXISTS alerts_time ON alerts(started_ms);
+     CREATE TABLE IF NOT EXISTS alert_outbox(
+        id INTEGER PRIMARY KEY,
+        alert INTEGER NOT NULL,
+        receiver TEXT NOT NULL,
+        state TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_ms INTEGER NOT NULL,
+        delivered_ms INTEGER,
+        error TEXT,
+        given_up INTEGER NOT NULL DEFAULT 0
+     );
+     CREATE INDEX IF NOT EXISTS alert_outbox_due ON alert_outbox(receiver, delivered_ms, id);";
+
+/// Notes of committed batches waiting for the alert task: a batch commits at most every
+/// `BATCH_WAIT` (200 ms), so a full feed means the evaluation is some 10 s behind; it then
+/// reads everything new from the store at its next turn anyway.
+pub(crate) const FEED_CAP: usize = 64;
+
+/// The store task's side of the alert task's channel.
+#[derive(Debug)]
+pub struct Feed {
+    tx: smol::channel::Sender<u64>,
+    /// Notes not given because the feed was full (the alert task was behind).
+    pub behind: AtomicU64,
+}
+
+impl Feed {
+    /// `records` were committed: never blocks.
+    pub fn committed(&self, records: u64) {
+        if self.tx.try_send(records).is_err() {
+            self.behind.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the alert task shows to the rest of the run.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// The summaries of the firing alerts (for `watch`).
+    pub firing: Mutex<Vec<String>>,
+    pub evaluations: AtomicU64,
+}
+
+/// The running alert task.
+pub struct Alerts {
+    pub shared: Arc<Shared>,
+    feed: Arc<Feed>,
+    stop: smol::channel::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Alerts {
+    /// Starts evaluating for the run whose state is `live`, over the store at `db` (its own
+    /// connections), and hooks its feed into `live` (the store task then notes each batch).
+    pub fn start(db: PathBuf, live: Arc<Live>, cfg: AlertConfig) -> anyhow::Result<Alerts> {
+        let eval_store = Store::open(&db)?.into_reader();
+        let deliver_store = Store::open(&db)?.into_reader();
+        let engine = engine::Engine::new(cfg, &eval_store)?;
+        let (tx, rx) = smol::channel::bounded(FEED_CAP);
+        let feed = Arc::new(Feed {
+            tx,
+            behind: AtomicU64::new(0),
+        });
+        live.alert_feed.set(feed.clone()).ok();
+        let (stop, stop_rx) = smol::channel::bounded::<()>(1);
+        let shared = Arc::new(Shared::default());
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("alerts".into())
+            // The analysis of a window keeps decoded samples (~20 KB each) on the stack in
+            // debug builds, as the collector thread does.
+            .stack_size(64 << 20)
+            .spawn(move || {
+                smol::block_on(engine::run(
+                    engine,
+                    eval_store,
+                    deliver_store,
+                    live,
+                    rx,
+                    stop_rx,
+                    sh,
+                ))
+            })?;
+        Ok(Alerts {
+            shared,
+            feed,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Notes the feed dropped because the alert task was behind.
+    pub fn behind(&self) -> u64 {
+        self.feed.behind.load(Ordering::Relaxed)
+    }
+
+    /// Stops: what is due is delivered for a few seconds more; the rest waits in the store
+    /// for the next run.
+    pub fn finish(mut self) {
+        self.stop.close();
+        if let Some(t) = self.thread.take() {
+            t.join().ok();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_feed_is_counted_never_waited_for() {
+        let (tx, rx) = smol::channel::bounded(FEED_CAP);
+        let f = Feed {
+            tx,
+            behind: AtomicU64::new(0),
+        };
+        for _ in 0..FEED_CAP + 5 {
+            f.committed(1);
+        }
+        assert_eq!(f.behind.load(Ordering::Relaxed), 5);
+        assert_eq!(rx.len(), FEED_CAP);
+    }
+}

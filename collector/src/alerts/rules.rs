@@ -1,0 +1,730 @@
+//! The rules: each turns what the engine observed at one instant ([`Obs`]) into the state of
+//! its conditions ([`Cond`]: active or not, with the sentence a person reads). They keep the
+//! timers of their thresholds; whether to send is [`super::state`]'s business.
+
+use std::collections::HashMap;
+
+use super::config::AlertConfig;
+
+/// One host, as the connection sees it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostObs {
+    pub name: String,
+    /// Records received on this run (only ever grows).
+    pub received: u64,
+    pub connected: bool,
+    /// The newest sample's time (the agent's clock, ms), if any on this run.
+    pub last_sample_ms: Option<u64>,
+    /// The connection's last error while it is not connected.
+    pub error: Option<String>,
+}
+
+/// A process that ended, as the report lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExitObs {
+    pub host: String,
+    pub pid: u32,
+    pub process: String,
+    pub cmdline: Option<String>,
+    pub at_ms: u64,
+    /// "died by SIGKILL", "killed by the OOM killer (SIGKILL)", "exited with status 1".
+    pub ended: String,
+    /// The report's cause (`killed`, `oom`, `peer`, `network`, ...).
+    pub cause: String,
+    pub evidence: Vec<String>,
+}
+
+/// What the engine saw at one instant.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Obs {
+    pub now_ms: u64,
+    pub hosts: Vec<HostObs>,
+    /// The report's flow over the last few seconds: its rate (bytes/s; 0 when no flow) and its
+    /// ends ("src → dst").
+    pub flow_bps: f64,
+    pub flow_ends: Option<String>,
+    /// The report's verdict line over the same seconds.
+    pub verdict: Option<String>,
+    /// Exits seen in the recent window (the engine passes each window; duplicates are fine).
+    pub exits: Vec<ExitObs>,
+    /// (host, process) of the processes that had the transfer's files open lately.
+    pub movers: Vec<(String, String)>,
+    /// The agents' `--mount`s in their newest sample.
+    pub mounts: Vec<MountObs>,
+    /// The verdict's wall over the same seconds ("dst disk"), None when there is none.
+    pub wall: Option<String>,
+}
+
+/// One `--mount` of an agent at its newest sample.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MountObs {
+    pub host: String,
+    pub path: String,
+    /// The sample's time (the agent's clock).
+    pub time_ms: u64,
+    pub used_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// One condition of one rule at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cond {
+    pub rule: &'static str,
+    /// What tells this alert from another of its rule (the host, the process).
+    pub key: String,
+    pub host: Option<String>,
+    pub active: bool,
+    pub summary: String,
+    pub evidence: Vec<String>,
+    /// Occurrences (deaths of a restart loop; 1 otherwise).
+    pub count: u64,
+    /// When it began (ms), when the rule knows better than "now".
+    pub since_ms: Option<u64>,
+    /// The newest occurrence counted (deaths), kept with the alert.
+    pub last_ms: Option<u64>,
+}
+
+fn mins(ms: u64) -> String {
+    nasprobe_analysis::time::dur(ms as f64 / 1000.0)
+}
+
+fn clock(ms: u64) -> String {
+    nasprobe_analysis::time::rfc3339(ms)
+        .get(11..19)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// host_lost: no record from an agent for `for`; resolved when records flow again and the
+/// newest sample is recent (the ring's backfill is through).
+#[derive(Debug, Default)]
+pub(crate) struct HostLost {
+    hosts: HashMap<String, HostTimer>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct HostTimer {
+    received: u64,
+    /// When `received` last grew (the collector's clock), or when the engine began.
+    heard_ms: u64,
+    /// While lost: `received` when it was declared lost.
+    lost_at: Option<(u64, u64)>,
+}
+
+/// A resumed host is caught up when its newest sample is this close to now.
+const CAUGHT_UP_MS: u64 = 10_000;
+
+impl HostLost {
+    /// A host an earlier run found lost (its alert still firing in the store): lost since
+    /// `since_ms`, every record of this run counts as backfilled.
+    pub(crate) fn restore(&mut self, host: &str, since_ms: u64) {
+        self.hosts.insert(
+            host.to_string(),
+            HostTimer {
+                received: 0,
+                heard_ms: since_ms,
+                lost_at: Some((since_ms, 0)),
+            },
+        );
+    }
+
+    pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
+        let limit = c.dur("host_lost", "for").as_millis() as u64;
+        let mut out = Vec::new();
+        for h in &o.hosts {
+            let t = self.hosts.entry(h.name.clone()).or_insert(HostTimer {
+                received: h.received,
+                heard_ms: o.now_ms,
+                lost_at: None,
+            });
+            let grew = h.received > t.received;
+            if grew {
+                t.received = h.received;
+                t.heard_ms = o.now_ms;
+            }
+            let silent = o.now_ms.saturating_sub(t.heard_ms);
+            let caught_up = h.connected
+                && h.last_sample_ms
+                    .is_some_and(|s| s + CAUGHT_UP_MS >= o.now_ms);
+            let mut cond = Cond {
+                rule: "host_lost",
+                key: h.name.clone(),
+                host: Some(h.name.clone()),
+                active: false,
+                summary: String::new(),
+                evidence: Vec::new(),
+                count: 1,
+                since_ms: None,
+                last_ms: None,
+            };
+            match t.lost_at {
+                None if silent >= limit => {
+                    t.lost_at = Some((t.heard_ms, h.received));
+                }
+                Some((from, before)) if grew && caught_up => {
+                    cond.summary = format!(
+                        "{}: agent back after {} silent; its ring backfilled {} records",
+                        h.name,
+                        mins(o.now_ms.saturating_sub(from)),
+                        h.received - before
+                    );
+                    cond.evidence = vec![format!(
+                        "records resumed at {}; {} records received since the agent went silent at {}",
+                        clock(o.now_ms),
+                        h.received - before,
+                        clock(from)
+                    )];
+                    t.lost_at = None;
+                }
+                _ => {}
+            }
+            if let Some((from, _)) = t.lost_at {
+                cond.active = true;
+                cond.since_ms = Some(from);
+                let why = match (&h.error, h.connected) {
+                    (Some(e), false) => format!("unreachable: {e}"),
+                    (_, true) => "connected but sends nothing".into(),
+                    (None, false) => "not connected".into(),
+                };
+                cond.summary = format!(
+                    "{}: no record from its agent for {} ({why})",
+                    h.name,
+                    mins(o.now_ms.saturating_sub(from))
+                );
+                cond.evidence = vec![format!("last record received at {}", clock(from))];
+            }
+            out.push(cond);
+        }
+        out
+    }
+}
+
+/// stall: the flow under `below` for `for`, after it had been above `above` for
+/// `after_for`; resolved when it is back over `below`.
+#[derive(Debug, Default)]
+pub(crate) struct Stall {
+    /// Since when the flow is above `above` without a break.
+    above_since: Option<u64>,
+    /// A transfer was under way (above `above` for `after_for`): its rate then.
+    armed: Option<f64>,
+    below_since: Option<u64>,
+    firing: bool,
+    /// The flow's ends when last seen ("src → dst"): a stalled flow may be too slow to be found.
+    ends: Option<String>,
+}
+
+impl Stall {
+    pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
+        let below = c.rate("stall", "below") as f64;
+        let above = c.rate("stall", "above") as f64;
+        let for_ms = c.dur("stall", "for").as_millis() as u64;
+        let after_ms = c.dur("stall", "after_for").as_millis() as u64;
+        let r = o.flow_bps;
+        if r >= above {
+            let since = *self.above_since.get_or_insert(o.now_ms);
+            if o.now_ms.saturating_sub(since) >= after_ms {
+                self.armed = Some(self.armed.map_or(r, |a| a.max(r)));
+            }
+        } else {
+            self.above_since = None;
+        }
+        if o.flow_ends.is_some() && r >= below {
+            self.ends.clone_from(&o.flow_ends);
+        }
+        let ends = self.ends.clone().unwrap_or_else(|| "the flow".into());
+        let mut cond = Cond {
+            rule: "stall",
+            key: "flow".into(),
+            host: None,
+            active: false,
+            summary: String::new(),
+            evidence: Vec::new(),
+            count: 1,
+            since_ms: None,
+            last_ms: None,
+        };
+        if r < below {
+            if self.armed.is_some() {
+                self.below_since.get_or_insert(o.now_ms);
+            }
+        } else {
+            if self.firing {
+                cond.summary = format!(
+                    "{ends}: the flow is back at {:.1} MB/s after {} stalled",
+                    r / 1e6,
+                    mins(
+                        o.now_ms
+                            .saturating_sub(self.below_since.unwrap_or(o.now_ms))
+                    )
+                );
+                self.firing = false;
+                self.armed = None;
+            }
+            self.below_since = None;
+        }
+        if let (Some(was), Some(since)) = (self.armed, self.below_since)
+            && o.now_ms.saturating_sub(since) >= for_ms
+        {
+            self.firing = true;
+            cond.active = true;
+            cond.since_ms = Some(since);
+            cond.summary = format!(
+                "{ends}: the flow is at {:.2} MB/s for {} (under {:.1} MB/s; it was {:.1} MB/s)",
+                r / 1e6,
+                mins(o.now_ms.saturating_sub(since)),
+                below / 1e6,
+                was / 1e6
+            );
+            cond.evidence = o.verdict.iter().cloned().collect();
+        }
+        vec![cond]
+    }
+}
+
+/// death: a process that moved the flow's files, or one `--watch-process` names, ended. Deaths
+/// of one host and process name closer together than `quiet` are one alert, counted.
+#[derive(Debug, Default)]
+pub(crate) struct Death {
+    keys: HashMap<String, DeathRun>,
+    /// Process names that moved the flow's files on this run, per host.
+    movers: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeathRun {
+    pub host: String,
+    pub process: String,
+    pub first_ms: u64,
+    /// The newest death counted: an exit at or before it is not counted again.
+    pub last_ms: u64,
+    pub count: u64,
+    pub ended: String,
+    pub cause: String,
+    pub evidence: Vec<String>,
+    pub active: bool,
+}
+
+/// The key of a death alert.
+pub(crate) fn death_key(host: &str, process: &str) -> String {
+    format!("{host}/{process}")
+}
+
+impl Death {
+    /// Restores a run from the store (a restarted `record` neither counts a death twice nor
+    /// forgets the loop it was in).
+    pub(crate) fn restore(&mut self, key: String, run: DeathRun) {
+        self.keys.insert(key, run);
+    }
+
+    fn watched(&self, c: &AlertConfig, e: &ExitObs) -> bool {
+        self.movers
+            .iter()
+            .any(|(h, p)| *h == e.host && *p == e.process)
+            || c.watch_process.iter().any(|p| {
+                e.process.contains(p.as_str())
+                    || e.cmdline.as_deref().is_some_and(|c| c.contains(p.as_str()))
+            })
+    }
+
+    pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
+        let quiet = c.dur("death", "quiet").as_millis() as u64;
+        for m in &o.movers {
+            if !self.movers.contains(m) {
+                self.movers.push(m.clone());
+            }
+        }
+        // A clean exit (status 0) is a program that finished, not a death.
+        let mut exits: Vec<&ExitObs> = o
+            .exits
+            .iter()
+            .filter(|e| e.cause != "clean" && self.watched(c, e))
+            .collect();
+        exits.sort_by_key(|e| e.at_ms);
+        for e in exits {
+            let key = death_key(&e.host, &e.process);
+            let run = self.keys.entry(key).or_default();
+            if e.at_ms <= run.last_ms {
+                continue;
+            }
+            if !run.active || e.at_ms.saturating_sub(run.last_ms) > quiet {
+                *run = DeathRun {
+                    host: e.host.clone(),
+                    process: e.process.clone(),
+                    first_ms: e.at_ms,
+                    count: 0,
+                    active: true,
+                    ..Default::default()
+                };
+            }
+            run.count += 1;
+            run.last_ms = e.at_ms;
+            run.ended = e.ended.clone();
+            run.cause = e.cause.clone();
+            run.evidence = e.evidence.clone();
+            if let Some(cmd) = &e.cmdline {
+                run.evidence.push(format!("pid {} `{cmd}`", e.pid));
+            }
+        }
+        let mut out = Vec::new();
+        for (key, run) in &mut self.keys {
+            if !run.active && run.count == 0 {
+                continue;
+            }
+            let times = if run.count > 1 {
+                format!(" ({} times since {})", run.count, clock(run.first_ms))
+            } else {
+                String::new()
+            };
+            let mut cond = Cond {
+                rule: "death",
+                key: key.clone(),
+                host: Some(run.host.clone()),
+                active: run.active,
+                summary: format!(
+                    "{}: {} {} (cause: {}){times}",
+                    run.host, run.process, run.ended, run.cause
+                ),
+                evidence: run.evidence.clone(),
+                count: run.count,
+                since_ms: Some(run.first_ms),
+                last_ms: Some(run.last_ms),
+            };
+            if run.active && o.now_ms.saturating_sub(run.last_ms) > quiet {
+                run.active = false;
+                cond.active = false;
+                cond.summary = format!(
+                    "{}: {} died {} time(s), the last at {} ({}, cause: {}); none since for {}",
+                    run.host,
+                    run.process,
+                    run.count,
+                    clock(run.last_ms),
+                    run.ended,
+                    run.cause,
+                    mins(quiet)
+                );
+            }
+            out.push(cond);
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+}
+
+/// full: a `--mount` will be full before the transfer ends. The landing rate is the growth of
+/// its used bytes over the last `full.over`; the transfer's end is when `--expect SIZE` has
+/// landed (counted from when this run first saw the mount), or, without it, `full.within`
+/// from now. Resolved when the projection no longer says so.
+#[derive(Debug, Default)]
+pub(crate) struct Full {
+    mounts: HashMap<String, MountTrack>,
+}
+
+#[derive(Debug, Default)]
+struct MountTrack {
+    /// (time, used) of the first sample seen, and of the recent ones (the oldest within `over`).
+    first: Option<(u64, u64)>,
+    recent: std::collections::VecDeque<(u64, u64)>,
+}
+
+/// The landing rate needs this much history before it projects anything.
+const FULL_MIN_SPAN_MS: u64 = 5_000;
+
+impl Full {
+    pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
+        let over = c.dur("full", "over").as_millis() as u64;
+        let within = c.dur("full", "within").as_secs_f64();
+        let mut out = Vec::new();
+        for m in &o.mounts {
+            let key = format!("{}:{}", m.host, m.path);
+            let t = self.mounts.entry(key.clone()).or_default();
+            t.first.get_or_insert((m.time_ms, m.used_bytes));
+            if t.recent.back().is_none_or(|b| b.0 < m.time_ms) {
+                t.recent.push_back((m.time_ms, m.used_bytes));
+            }
+            while t.recent.len() > 2 && t.recent[1].0 + over <= m.time_ms {
+                t.recent.pop_front();
+            }
+            let mut cond = Cond {
+                rule: "full",
+                key: key.clone(),
+                host: Some(m.host.clone()),
+                active: false,
+                summary: String::new(),
+                evidence: Vec::new(),
+                count: 1,
+                since_ms: None,
+                last_ms: None,
+            };
+            let (t0, u0) = t.recent[0];
+            let span = m.time_ms.saturating_sub(t0);
+            let rate = if span >= FULL_MIN_SPAN_MS {
+                m.used_bytes.saturating_sub(u0) as f64 / (span as f64 / 1000.0)
+            } else {
+                0.0
+            };
+            let rate_text = format!("{:.1} MB/s", rate / 1e6);
+            if rate <= 0.0 {
+                cond.summary = format!(
+                    "{} {}: nothing lands any more ({} free)",
+                    m.host,
+                    m.path,
+                    gb(m.free_bytes)
+                );
+                out.push(cond);
+                continue;
+            }
+            let full_s = m.free_bytes as f64 / rate;
+            let landed = m
+                .used_bytes
+                .saturating_sub(t.first.map_or(m.used_bytes, |f| f.1));
+            let (end_s, end_text) = match c.expect {
+                Some(e) => {
+                    let left = e.saturating_sub(landed) as f64 / rate;
+                    (
+                        left,
+                        format!(
+                            "the transfer ends in {} ({} of {} landed)",
+                            eta(left),
+                            gb(landed),
+                            gb(e)
+                        ),
+                    )
+                }
+                None => (within, format!("full.within is {}", eta(within))),
+            };
+            cond.evidence = vec![
+                format!(
+                    "{} free, {} landed since {}, landing at {rate_text} over the last {}",
+                    gb(m.free_bytes),
+                    gb(landed),
+                    clock(t.first.map_or(m.time_ms, |f| f.0)),
+                    mins(span)
+                ),
+                format!("full in {}; {end_text}", eta(full_s)),
+            ];
+            if full_s < end_s {
+                cond.active = true;
+                cond.summary = format!(
+                    "{} {}: full in {} at {rate_text}, before the transfer ends ({end_text})",
+                    m.host,
+                    m.path,
+                    eta(full_s)
+                );
+            } else {
+                cond.summary = format!(
+                    "{} {}: no longer full before the end: full in {} at {rate_text}; {end_text}",
+                    m.host,
+                    m.path,
+                    eta(full_s)
+                );
+            }
+            out.push(cond);
+        }
+        out
+    }
+}
+
+fn gb(b: u64) -> String {
+    if b >= 1_000_000_000 {
+        format!("{:.1} GB", b as f64 / 1e9)
+    } else {
+        format!("{:.0} MB", b as f64 / 1e6)
+    }
+}
+
+fn eta(s: f64) -> String {
+    nasprobe_analysis::time::dur(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alerts::config::AlertArgs;
+
+    fn cfg(a: &[&str]) -> AlertConfig {
+        AlertConfig::resolve(
+            &AlertArgs {
+                alert: a.iter().map(|s| s.to_string()).collect(),
+                watch_process: vec!["worker".into()],
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap()
+    }
+
+    fn host(received: u64, connected: bool, last: u64) -> Obs {
+        Obs {
+            hosts: vec![HostObs {
+                name: "nas".into(),
+                received,
+                connected,
+                last_sample_ms: Some(last),
+                error: (!connected).then(|| "connection refused".into()),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn host_lost_after_its_time_and_back_when_caught_up() {
+        let c = cfg(&["host_lost.for=10s"]);
+        let mut r = HostLost::default();
+        let at = |ms, mut o: Obs| {
+            o.now_ms = ms;
+            o
+        };
+        assert!(!r.eval(&c, &at(0, host(5, true, 0)))[0].active);
+        assert!(!r.eval(&c, &at(9_000, host(5, false, 0)))[0].active);
+        let lost = r.eval(&c, &at(10_000, host(5, false, 0)));
+        assert!(lost[0].active, "{lost:?}");
+        assert!(lost[0].summary.contains("connection refused"));
+        // Records again, but the backfill is not through: still lost.
+        assert!(r.eval(&c, &at(12_000, host(50, true, 1_000)))[0].active);
+        let back = r.eval(&c, &at(14_000, host(80, true, 13_000)));
+        assert!(!back[0].active);
+        assert!(
+            back[0].summary.contains("backfilled 75 records"),
+            "{}",
+            back[0].summary
+        );
+    }
+
+    fn flow(ms: u64, mb: f64) -> Obs {
+        Obs {
+            now_ms: ms,
+            flow_bps: mb * 1e6,
+            flow_ends: Some("src → dst".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn stall_only_after_a_transfer_and_for_its_time() {
+        let c = cfg(&["stall.for=10s", "stall.after_for=5s"]);
+        let mut s = Stall::default();
+        // Slow from the start: no transfer was under way, no stall.
+        for t in 0..30 {
+            assert!(!s.eval(&c, &flow(t * 1000, 0.1))[0].active);
+        }
+        let mut t = 30_000;
+        for _ in 0..6 {
+            assert!(!s.eval(&c, &flow(t, 50.0))[0].active);
+            t += 1000;
+        }
+        let stalled_at = t;
+        let mut fired_at = None;
+        while t < stalled_at + 20_000 {
+            if s.eval(&c, &flow(t, 0.01))[0].active && fired_at.is_none() {
+                fired_at = Some(t);
+            }
+            t += 1000;
+        }
+        assert_eq!(fired_at, Some(stalled_at + 10_000));
+        let back = s.eval(&c, &flow(t, 40.0));
+        assert!(!back[0].active);
+        assert!(
+            back[0].summary.contains("back at 40.0 MB/s"),
+            "{}",
+            back[0].summary
+        );
+        // Slow again right away: needs a transfer under way again first.
+        for k in 1..30 {
+            assert!(!s.eval(&c, &flow(t + k * 1000, 0.01))[0].active);
+        }
+    }
+
+    fn exit(at: u64, signal: &str) -> ExitObs {
+        ExitObs {
+            host: "nas".into(),
+            pid: at as u32,
+            process: "worker".into(),
+            cmdline: None,
+            at_ms: at,
+            ended: format!("died by {signal}"),
+            cause: "killed".into(),
+            evidence: vec![],
+        }
+    }
+
+    fn mount(ms: u64, used: u64, free: u64) -> Obs {
+        Obs {
+            now_ms: ms,
+            mounts: vec![MountObs {
+                host: "dst".into(),
+                path: "/srv".into(),
+                time_ms: ms,
+                used_bytes: used,
+                free_bytes: free,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn full_when_the_free_space_ends_before_the_transfer() {
+        let mut c = cfg(&["full.over=20s"]);
+        c.expect = Some(1_000_000_000);
+        let mut f = Full::default();
+        // 10 MB/s landing, 300 MB free: full in 30 s, the 1 GB transfer needs 100 s.
+        let mut fired = None;
+        for s in 0..10u64 {
+            let v = f.eval(
+                &c,
+                &mount(s * 1000, s * 10_000_000, 300_000_000 - s * 10_000_000),
+            );
+            if v[0].active && fired.is_none() {
+                fired = Some(s);
+                assert!(
+                    v[0].summary.contains("before the transfer ends"),
+                    "{}",
+                    v[0].summary
+                );
+                assert!(
+                    v[0].evidence[1].contains("the transfer ends in"),
+                    "{:?}",
+                    v[0].evidence
+                );
+            }
+        }
+        assert_eq!(fired, Some(5), "once 5 s of history give a rate");
+        // With room for all of it: nothing.
+        let mut f = Full::default();
+        for s in 0..10u64 {
+            assert!(!f.eval(&c, &mount(s * 1000, s * 10_000_000, 50_000_000_000))[0].active);
+        }
+    }
+
+    #[test]
+    fn a_restart_loop_is_one_death_alert_counted() {
+        let c = cfg(&["death.quiet=30s"]);
+        let mut d = Death::default();
+        let mut o = Obs {
+            now_ms: 1_000,
+            exits: vec![exit(1_000, "SIGKILL")],
+            ..Default::default()
+        };
+        let v = d.eval(&c, &o);
+        assert_eq!((v.len(), v[0].active, v[0].count), (1, true, 1));
+        // The same exit seen again (windows overlap) is not counted twice.
+        o.now_ms = 5_000;
+        o.exits.push(exit(5_000, "SIGKILL"));
+        assert_eq!(d.eval(&c, &o)[0].count, 2);
+        o.now_ms = 9_000;
+        o.exits = vec![exit(5_000, "SIGKILL"), exit(9_000, "SIGKILL")];
+        let v = d.eval(&c, &o);
+        assert_eq!(v[0].count, 3);
+        assert!(v[0].summary.contains("died by SIGKILL"), "{}", v[0].summary);
+        // An exit of a process nobody watches is nothing.
+        o.exits = vec![ExitObs {
+            process: "bash".into(),
+            ..exit(10_000, "SIGKILL")
+        }];
+        assert_eq!(d.eval(&c, &o).len(), 1);
+        o.exits.clear();
+        o.now_ms = 40_000;
+        let v = d.eval(&c, &o);
+        assert!(!v[0].active);
+        assert!(v[0].summary.contains("died 3 time(s)"), "{}", v[0].summary);
+    }
+}
