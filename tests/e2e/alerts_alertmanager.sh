@@ -13,14 +13,12 @@
 #   NASPROBE_BIN_DIR=DIR         use nasprobe and nasprobe-agent from DIR, no build
 #   NASPROBE_KEEP=1              keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-T=alerts_alertmanager
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
+E2E_NAME=alerts_alertmanager
+T=$E2E_NAME
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 command -v prometheus-alertmanager >/dev/null ||
     e2e_skip $T "prometheus-alertmanager missing (scripts/setup installs it)"
-say() { echo "$T: $*"; }
 fail() {
     echo "$T: FAIL: $*" >&2
     for f in record.log am.log ntfy.jsonl am.json; do
@@ -29,13 +27,8 @@ fail() {
     exit 1
 }
 for c in python3 jq curl; do command -v $c >/dev/null || fail "$c missing (scripts/setup installs it)"; done
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
+e2e_build release nasprobe nasprobe-agent
+e2e_bins nasprobe nasprobe-agent
 NP="$BIN/nasprobe"
 AGENT="$BIN/nasprobe-agent"
 TMP="$(mktemp -d /tmp/nasprobe-alerts-am.XXXXXX)"

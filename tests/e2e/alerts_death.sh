@@ -14,13 +14,11 @@
 #   NASPROBE_BIN_DIR=DIR         use nasprobe and nasprobe-agent from DIR, no build
 #   NASPROBE_KEEP=1              keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-T=alerts_death
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
+E2E_NAME=alerts_death
+T=$E2E_NAME
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 [[ $(id -u) == 0 ]] || e2e_skip $T "needs root (the process connector needs CAP_NET_ADMIN)"
-say() { echo "$T: $*"; }
 fail() {
     echo "$T: FAIL: $*" >&2
     for f in record.log hook.jsonl exec.jsonl alerts.json; do
@@ -29,13 +27,8 @@ fail() {
     exit 1
 }
 for c in python3 jq; do command -v $c >/dev/null || fail "$c missing (scripts/setup installs it)"; done
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
-if [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    cargo build -q --release -p nasprobe -p nasprobe-agent
-    BIN="$TARGET_DIR/release"
-else
-    BIN="$NASPROBE_BIN_DIR"
-fi
+e2e_build release nasprobe nasprobe-agent
+e2e_bins nasprobe nasprobe-agent
 NP="$BIN/nasprobe"
 AGENT="$BIN/nasprobe-agent"
 TMP="$(mktemp -d /tmp/nasprobe-alerts-death.XXXXXX)"

@@ -13,26 +13,18 @@
 #   NASPROBE_BIN_DIR=DIR ...          use nasprobe and nasprobe-agent from DIR, no build
 #   NASPROBE_KEEP=1 ...               keep the temp folder
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
-# shellcheck source=tests/e2e/lib/skip.sh
-source "$REPO/tests/e2e/lib/skip.sh"
+E2E_NAME=alerts_stall
+# shellcheck source=tests/e2e/lib/base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
 [[ $(id -u) == 0 ]] || e2e_skip alerts_stall "needs root (network and pid namespaces, tc)"
 # shellcheck source=tests/e2e/lib/netns.sh
 source "$REPO/tests/e2e/lib/netns.sh"
 NN_TAG=alerts_stall
 for c in ip tc jq python3 unshare nsenter; do command -v "$c" >/dev/null || nn_fail "$c missing (scripts/setup installs it)"; done
-if [[ -n ${NASPROBE_BIN_DIR:-} ]]; then
-    BIN=$NASPROBE_BIN_DIR
-else
-    nn_log "building nasprobe and nasprobe-agent (release)"
-    cargo build -q --release -p nasprobe -p nasprobe-agent || nn_fail "build"
-    BIN="${CARGO_TARGET_DIR:-$REPO/target}/release"
-fi
+e2e_build release nasprobe nasprobe-agent
+e2e_bins nasprobe nasprobe-agent
 NASPROBE="$BIN/nasprobe"
 AGENT="$BIN/nasprobe-agent"
-[[ -x $NASPROBE && -x $AGENT ]] || nn_fail "missing $NASPROBE or $AGENT"
-START=$SECONDS
 
 nn_setup alerts_stall
 T=$NN_TMP

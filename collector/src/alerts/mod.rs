@@ -1,8 +1,8 @@
 //! Alerts while recording (issue 27): rules evaluated as samples are stored, each alert sent
 //! once, repeated at most every `repeat` and resolved once, to webhook, ntfy, Alertmanager or a
-//! command. [`config`]: the rules in force; [`rules`]: the conditions; [`state`]: firing,
-//! repeating, resolving, kept in the store; [`payload`] and [`deliver`]: what is sent and how;
-//! [`engine`]: the task; [`wall`]: the wall_changed rule.
+//! command. [`config`]: the rules in force; `rules`: the conditions; `state`: firing,
+//! repeating, resolving, kept in the store; `payload` and `deliver`: what is sent and how;
+//! `engine`: the task; `wall`: the wall_changed rule.
 //!
 //! The store task never waits for alerts: after each committed batch it offers a note to the
 //! alert task's bounded [`Feed`]; when that is full the alert task is behind, and the note is
