@@ -24,12 +24,18 @@ const HANDSHAKE_MS: u64 = 2000;
 /// agent many times more, so a flood is read for longer before it is closed). Either bound is
 /// far under the 15 s a flood lasts.
 fn close_slack_ms() -> u64 {
-    if std::env::var_os("NASPROBE_AGENT_RUNNER").is_some() {
-        6000
-    } else {
-        1000
-    }
+    if emulated() { 6000 } else { 1000 }
 }
+
+/// The agent runs under an emulator (qemu-user): its own time per frame and per sample is many
+/// times the native one, and the bounds below widen by [`EMULATED_FACTOR`].
+fn emulated() -> bool {
+    std::env::var_os("NASPROBE_AGENT_RUNNER").is_some()
+}
+
+/// How much wider the sampling bound is under an emulator (qemu-arm on a loaded 2-core host
+/// saw 402 ms for a 200 ms interval).
+const EMULATED_FACTOR: u64 = 2;
 
 fn start_agent(name: &str, extra: &[&str]) -> Agent {
     let interval = INTERVAL_MS.to_string();
@@ -138,7 +144,8 @@ fn assert_sampling_held(intervals: &[u32], what: &str) {
         max_us / 1000
     );
     assert!(
-        u64::from(max_us) <= 2 * u64::from(INTERVAL_MS) * 1000,
+        u64::from(max_us)
+            <= 2 * u64::from(INTERVAL_MS) * 1000 * if emulated() { EMULATED_FACTOR } else { 1 },
         "{what}: a sample interval of {} ms, configured {INTERVAL_MS} ms",
         max_us / 1000
     );
@@ -266,7 +273,7 @@ fn a_flood_while_its_test_runs_neither_stalls_sampling_nor_keeps_the_test() {
         let intervals = w.finish();
         eprintln!("FIGURES Testing flood: connection kept {kept:?}");
         assert!(
-            kept < Duration::from_secs(2),
+            kept < Duration::from_millis(1000 + close_slack_ms()),
             "the flooding connection was kept {kept:?}\n{}",
             agent.log()
         );
