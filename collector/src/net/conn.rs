@@ -106,8 +106,8 @@ pub struct Live {
     /// instance, the records given up and their seq range.
     pub unstored: Mutex<Vec<Unstored>>,
     /// The alert task's feed, when alerts are evaluated: told of each committed batch,
-    /// never waited for (`crate::alerts::Feed`).
-    pub alert_feed: std::sync::OnceLock<Arc<crate::alerts::Feed>>,
+    /// never waited for (`crate::alerts::base::Feed`).
+    pub alert_feed: std::sync::OnceLock<Arc<crate::alerts::base::Feed>>,
 }
 
 impl Live {
