@@ -8,6 +8,7 @@
 //! - fields are never reordered and enum variants are only ever added at the end;
 //! - every message has a golden byte vector in the tests: a changed vector is a changed wire.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 #![no_std]
 
 #[cfg(feature = "std")]

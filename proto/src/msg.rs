@@ -54,9 +54,13 @@ pub const SHORT_LEN: usize = 40;
 /// Reasons in refusals and errors.
 pub const REASON_LEN: usize = 128;
 
+/// A kernel task name (`comm`), at most [`COMM_LEN`] bytes.
 pub type Comm = String<COMM_LEN>;
+/// A command line (arguments joined by spaces), redacted, at most [`CMDLINE_LEN`] bytes.
 pub type Cmdline = String<CMDLINE_LEN>;
+/// A block device or network interface name.
 pub type DevName = String<DEV_NAME_LEN>;
+/// A short text (architecture, version, md level, boot id).
 pub type Short = String<SHORT_LEN>;
 
 /// Every message of the protocol. Variants are only ever added at the end.
@@ -114,35 +118,44 @@ impl Message {
     }
 }
 
+/// The agent's challenge, first frame of every connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Challenge {
+    /// 32 random bytes, fresh for this connection.
     pub agent_nonce: [u8; 32],
 }
 
+/// The collector's proof of the token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Auth {
+    /// 32 random bytes of the collector's.
     pub client_nonce: [u8; 32],
     /// HMAC-SHA256(token, "nasprobe-client-v1" || agent_nonce || client_nonce).
     pub mac: [u8; 32],
 }
 
+/// The agent's proof of the token (the collector authenticates the agent too).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthOk {
     /// HMAC-SHA256(token, "nasprobe-agent-v1" || agent_nonce || client_nonce).
     pub mac: [u8; 32],
 }
 
+/// Why the agent closes the connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refused {
+    /// The reason, for the user (e.g. a wrong token or an old protocol).
     pub reason: String<REASON_LEN>,
 }
 
+/// Proof of life on an idle connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeepAlive {
     /// Sender's wall clock, milliseconds since the Unix epoch.
     pub time_ms: u64,
 }
 
+/// Where the collector's history of this agent ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resume {
     /// The agent instance the sequence number belongs to; 0 when the collector has none.
@@ -155,15 +168,20 @@ pub struct Resume {
 /// Records `from_seq..=to_seq` of `instance_id` are gone for good.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gone {
+    /// The agent instance the range belongs to.
     pub instance_id: u64,
+    /// First sequence number gone.
     pub from_seq: u64,
+    /// Last sequence number gone (inclusive).
     pub to_seq: u64,
 }
 
 /// Who the agent is. Sent after authentication on every connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
+    /// The protocol the agent speaks ([`crate::PROTOCOL_VERSION`]).
     pub protocol_version: u8,
+    /// The agent's version (its Cargo version, e.g. "0.1.0").
     pub agent_version: Short,
     /// Random at every agent start: sequence numbers are contiguous within one instance.
     pub instance_id: u64,
@@ -171,24 +189,34 @@ pub struct Hello {
     pub started_ms: u64,
     /// Wall clock now on the agent, ms since the Unix epoch (clock skew check).
     pub now_ms: u64,
+    /// The host's name (or `--name`), sanitized.
     pub host_name: String<HOST_NAME_LEN>,
+    /// `uname -r` of the NAS.
     pub kernel_release: String<KERNEL_LEN>,
+    /// The CPU architecture (`uname -m`, e.g. "x86_64", "armv7l").
     pub arch: Short,
+    /// CPUs of the host (the highest CPU number of /proc/stat plus one).
     pub cpu_count: u16,
     /// USER_HZ: the unit of every CPU tick count (100 on every Linux seen).
     pub clock_ticks_per_sec: u32,
+    /// Memory page size, bytes (the unit of page counts).
     pub page_size: u32,
     /// /proc/sys/kernel/random/boot_id, empty when unreadable.
     pub boot_id: Short,
+    /// Sampling interval, ms (`--interval`).
     pub interval_ms: u32,
     /// Oldest and newest sequence numbers the ring holds now (0, 0 when empty).
     pub oldest_seq: u64,
+    /// Newest sequence number the ring holds now (0 when empty).
     pub newest_seq: u64,
     /// Inventory. Indices into these lists are stable for the whole instance: a new device gets
     /// a new index at the end, a gone one keeps its slot.
     pub disks: Vec<DiskInfo, MAX_DISKS>,
+    /// The md (software RAID) arrays and their members.
     pub md_arrays: Vec<MdInfo, MAX_MD_ARRAYS>,
+    /// The network interfaces (indices stable as for `disks`).
     pub nics: Vec<NicInfo, MAX_NICS>,
+    /// The `--mount` paths whose space each sample reports, in the flag's order.
     pub mounts: Vec<String<PATH_LEN>, MAX_MOUNTS>,
 }
 
@@ -220,8 +248,10 @@ impl Default for Hello {
     }
 }
 
+/// A block device of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskInfo {
+    /// Its kernel name ("sda", "md0", "nvme0n1").
     pub name: DevName,
     /// /sys/block/X/queue/rotational; None when unreadable.
     pub rotational: Option<bool>,
@@ -231,8 +261,10 @@ pub struct DiskInfo {
     pub is_md: bool,
 }
 
+/// An md array of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MdInfo {
+    /// Its kernel name ("md0").
     pub name: DevName,
     /// "raid1", "raid5", ... empty when unknown.
     pub level: Short,
@@ -240,11 +272,16 @@ pub struct MdInfo {
     pub members: Vec<DevName, MAX_MD_MEMBERS>,
 }
 
+/// A network interface of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NicInfo {
+    /// Its kernel name ("eth0", "bond0").
     pub name: DevName,
+    /// MTU at the agent's start, bytes.
     pub mtu: u32,
+    /// A bonding master (its slaves are listed).
     pub is_bond: bool,
+    /// The bond's slave interfaces; empty for other interfaces.
     pub slaves: Vec<DevName, MAX_BOND_SLAVES>,
     /// Speed given by `--link-speed IF=MBIT`, which overrides the kernel's.
     pub speed_override_mbit: Option<u32>,
@@ -255,16 +292,21 @@ pub struct NicInfo {
 /// One entry of the agent's history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
+    /// Sequence number, contiguous within one agent instance.
     pub seq: u64,
     /// Agent wall clock, ms since the Unix epoch.
     pub time_ms: u64,
+    /// A sample or an event.
     pub body: RecordBody,
 }
 
+/// What a record holds.
 #[allow(clippy::large_enum_variant)] // fixed-capacity by design, see `Message`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecordBody {
+    /// One sampling interval.
     Sample(Sample),
+    /// Something that happened between samples.
     Event(Event),
 }
 
@@ -289,10 +331,15 @@ pub struct Sample {
     pub interval_us: u32,
     /// All CPUs together, then one entry per CPU (index = CPU number).
     pub cpu_total: CpuTicks,
+    /// One entry per CPU (index = CPU number).
     pub cpus: Vec<CpuTicks, MAX_CPUS>,
+    /// Gauge: runnable tasks at the end of the interval (`procs_running` of /proc/stat).
     pub procs_running: u16,
+    /// Gauge: tasks blocked on I/O at the end of the interval (`procs_blocked`).
     pub procs_blocked: u16,
+    /// Processes created in the interval (`processes` of /proc/stat).
     pub forks: u32,
+    /// Context switches in the interval (`ctxt` of /proc/stat).
     pub context_switches: u64,
     /// Processes that started and ended between scans without being listed.
     pub short_lived: u32,
@@ -300,25 +347,40 @@ pub struct Sample {
     pub top: Vec<ProcSample, MAX_TOP_PROCS>,
     /// Block devices with activity in the interval (idle ones are left out: zero deltas).
     pub disks: Vec<DiskSample, MAX_DISKS>,
+    /// Network interfaces, one entry each (/proc/net/dev and sysfs).
     pub nics: Vec<NicSample, MAX_NICS>,
+    /// Memory gauges (/proc/meminfo); None when unreadable.
     pub memory: Option<Memory>,
+    /// Swap, faults and reclaim (/proc/vmstat); None when unreadable.
     pub vm: Option<VmActivity>,
+    /// TCP troubles (/proc/net/snmp, netstat); None when unreadable.
     pub tcp: Option<TcpActivity>,
+    /// Space of the `--mount` paths.
     pub mounts: Vec<MountSample, MAX_MOUNTS>,
+    /// The agent's own cost.
     pub agent: AgentSelf,
 }
 
 /// CPU time deltas in clock ticks (USER_HZ). `flags::RESET` set when unknown this interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTicks {
+    /// `flags::RESET` when the counters went backwards.
     pub flags: u8,
+    /// Ticks in user mode.
     pub user: u32,
+    /// Ticks in user mode at low priority (nice).
     pub nice: u32,
+    /// Ticks in kernel mode.
     pub system: u32,
+    /// Ticks idle.
     pub idle: u32,
+    /// Ticks idle with I/O outstanding.
     pub iowait: u32,
+    /// Ticks serving hardware interrupts.
     pub irq: u32,
+    /// Ticks serving soft interrupts.
     pub softirq: u32,
+    /// Ticks taken by the hypervisor for other guests.
     pub steal: u32,
 }
 
@@ -336,15 +398,20 @@ impl CpuTicks {
     }
 }
 
+/// One of the top processes of a sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcSample {
+    /// Process id.
     pub pid: u32,
+    /// Its task name.
     pub comm: Comm,
     /// State letter from /proc/PID/stat ('R', 'S', 'D', ...).
     pub state: u8,
+    /// Gauge: its threads.
     pub threads: u16,
-    /// user + system ticks in the interval.
+    /// User-mode ticks in the interval.
     pub utime: u32,
+    /// Kernel-mode ticks in the interval.
     pub stime: u32,
     /// Time spent waiting for a CPU in the interval, µs (schedstat run_delay); None when absent.
     pub run_delay_us: Option<u32>,
@@ -354,8 +421,10 @@ pub struct ProcSample {
     pub cmdline: Option<Cmdline>,
 }
 
+/// The busiest thread of a top process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadSample {
+    /// Thread id.
     pub tid: u32,
     /// None when the thread's name equals the process's.
     pub comm: Option<Comm>,
@@ -368,14 +437,23 @@ pub struct ThreadSample {
 pub struct DiskSample {
     /// Index into `Hello::disks`.
     pub disk: u16,
+    /// `flags::RESET` when the counters went backwards.
     pub flags: u8,
+    /// Reads completed.
     pub reads: u32,
+    /// Reads merged with adjacent ones.
     pub reads_merged: u32,
+    /// Sectors read (512 bytes each).
     pub sectors_read: u64,
+    /// Time spent reading, ms (all requests summed).
     pub read_ms: u32,
+    /// Writes completed.
     pub writes: u32,
+    /// Writes merged with adjacent ones.
     pub writes_merged: u32,
+    /// Sectors written (512 bytes each).
     pub sectors_written: u64,
+    /// Time spent writing, ms (all requests summed).
     pub write_ms: u32,
     /// Gauge: requests in flight at the end of the interval.
     pub in_flight: u32,
@@ -394,37 +472,57 @@ pub struct NicSample {
     pub flags: u8,
     /// Link speed in Mbit/s (override first, then sysfs); 0 when unknown or link down.
     pub speed_mbit: u32,
+    /// Bytes received.
     pub rx_bytes: u64,
+    /// Bytes sent.
     pub tx_bytes: u64,
+    /// Packets received.
     pub rx_packets: u32,
+    /// Packets sent.
     pub tx_packets: u32,
+    /// Receive errors.
     pub rx_errors: u32,
+    /// Transmit errors.
     pub tx_errors: u32,
+    /// Received packets dropped.
     pub rx_dropped: u32,
+    /// Packets dropped on sending.
     pub tx_dropped: u32,
 }
 
 /// /proc/meminfo gauges in KiB.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memory {
+    /// MemTotal, KiB.
     pub total_kib: u64,
+    /// MemFree, KiB.
     pub free_kib: u64,
+    /// MemAvailable (or the agent's estimate), KiB.
     pub available_kib: u64,
     /// True when the kernel lacks MemAvailable (3.10) and the agent estimated it.
     pub available_estimated: bool,
+    /// Buffers, KiB.
     pub buffers_kib: u64,
+    /// Cached (page cache), KiB.
     pub cached_kib: u64,
+    /// Dirty: written, not yet on disk, KiB.
     pub dirty_kib: u64,
+    /// Writeback: being written to disk now, KiB.
     pub writeback_kib: u64,
+    /// SwapTotal, KiB.
     pub swap_total_kib: u64,
+    /// SwapFree, KiB.
     pub swap_free_kib: u64,
 }
 
 /// /proc/vmstat deltas; a field the kernel lacks is None.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmActivity {
+    /// Pages swapped in (`pswpin`).
     pub swap_in_pages: u32,
+    /// Pages swapped out (`pswpout`).
     pub swap_out_pages: u32,
+    /// Major page faults, served from disk (`pgmajfault`).
     pub major_faults: u32,
     /// allocstall (sum of allocstall_* on newer kernels).
     pub alloc_stalls: Option<u32>,
@@ -435,14 +533,25 @@ pub struct VmActivity {
 /// /proc/net/snmp and /proc/net/netstat deltas that explain a dying connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TcpActivity {
+    /// Segments retransmitted (`RetransSegs`).
     pub retrans_segs: u32,
+    /// Resets sent (`OutRsts`).
     pub out_rsts: u32,
+    /// Segments received in error (`InErrs`).
     pub in_errs: u32,
+    /// Established connections reset (`EstabResets`).
     pub estab_resets: u32,
+    /// Connection attempts failed (`AttemptFails`).
     pub attempt_fails: u32,
+    /// Retransmission timeouts (`TCPTimeouts`); None when the kernel lacks it.
     pub timeouts: Option<u32>,
+    /// Connections aborted by keep-alive; None (Linux has no separate counter: they are in
+    /// `timeout_aborts`).
     pub keepalive_aborts: Option<u32>,
+    /// Connections killed when the retransmission or keep-alive timer gave up
+    /// (`TCPAbortOnTimeout`); None when the kernel lacks it.
     pub timeout_aborts: Option<u32>,
+    /// SYNs dropped at a listening socket (`ListenDrops`); None when the kernel lacks it.
     pub listen_drops: Option<u32>,
 }
 
@@ -451,7 +560,9 @@ pub struct TcpActivity {
 pub struct MountSample {
     /// Index into `Hello::mounts`.
     pub mount: u16,
+    /// Bytes used.
     pub used_bytes: u64,
+    /// Bytes free for unprivileged users (`f_bavail`).
     pub free_bytes: u64,
 }
 
@@ -460,6 +571,7 @@ pub struct MountSample {
 pub struct AgentSelf {
     /// user + system CPU time of the agent in the interval, µs.
     pub cpu_us: u32,
+    /// The agent's resident memory, KiB.
     pub rss_kib: u32,
     /// Clients connected now.
     pub clients: u8,
@@ -533,18 +645,25 @@ impl Event {
     }
 }
 
+/// A process as the agent saw it first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
+    /// Process id.
     pub pid: u32,
+    /// Parent process id.
     pub ppid: u32,
+    /// Its task name.
     pub comm: Comm,
+    /// Its command line, redacted.
     pub cmdline: Cmdline,
     /// Start time in ticks since boot (/proc/PID/stat field 22): with pid, the identity.
     pub start_ticks: u64,
 }
 
+/// A process seen before is gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessExit {
+    /// The process as it was first seen.
     pub process: ProcessInfo,
     /// How long it lived, ms (as far as the agent saw: from its start time to the scan that
     /// found it gone).
@@ -553,25 +672,38 @@ pub struct ProcessExit {
     pub cpu_ticks: u64,
 }
 
+/// A NIC's link as it is now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkChange {
+    /// The interface's name.
     pub nic: DevName,
+    /// Operstate up with carrier.
     pub up: bool,
+    /// Link speed, Mbit/s; 0 when unknown or down.
     pub speed_mbit: u32,
+    /// Full duplex; None when unknown.
     pub full_duplex: Option<bool>,
+    /// MTU, bytes.
     pub mtu: u32,
 }
 
+/// This agent instance started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentStart {
+    /// The agent's version.
     pub agent_version: Short,
+    /// The new instance's id (as in its `Hello`).
     pub instance_id: u64,
+    /// Its sampling interval, ms.
     pub interval_ms: u32,
 }
 
+/// A device that appeared after the agent's start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DeviceAdded {
+    /// A block device, by name.
     Disk(DevName),
+    /// A network interface, by name.
     Nic(DevName),
 }
 
@@ -634,8 +766,10 @@ pub fn signal_name(n: u8) -> Option<&'static str> {
     NAMES.get((n as usize).checked_sub(1)?).copied()
 }
 
+/// How a process ended, as far as the agent knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitStatus {
+    /// How the agent learnt of the exit.
     pub seen: ExitSeen,
     /// Exit status (0..=255) of a process that called exit; None when a signal ended it or when
     /// the status is unknown.
@@ -651,12 +785,16 @@ pub struct ExitStatus {
     pub before_ms: u32,
 }
 
+/// A process gone, with how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessEnd {
+    /// The process and its life.
     pub exit: ProcessExit,
+    /// How it ended.
     pub status: ExitStatus,
 }
 
+/// How this agent instance learns of exits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitWatch {
     /// `Kernel`: exits come from the process connector; `Scan`: it was refused or is missing,
@@ -683,15 +821,21 @@ pub struct KernelMessage {
     pub suppressed: u32,
 }
 
+/// The TCP connections of the top processes at one sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Connections {
+    /// Per process, busiest first.
     pub procs: Vec<ProcConnections, MAX_CONN_PROCS>,
 }
 
+/// One process's TCP connections.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcConnections {
+    /// Process id.
     pub pid: u32,
+    /// Its task name.
     pub comm: Comm,
+    /// Its active or troubled connections.
     pub conns: Vec<TcpConn, MAX_PROC_CONNS>,
     /// Its TCP sockets left out (past MAX_PROC_CONNS, or idle and untroubled).
     pub more: u16,
@@ -700,18 +844,24 @@ pub struct ProcConnections {
 /// One end of a connection: 4 address bytes (IPv4) or 16 (IPv6), as on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SockAddr {
+    /// The address bytes, network order: 4 (IPv4) or 16 (IPv6).
     pub addr: Vec<u8, 16>,
+    /// The port.
     pub port: u16,
 }
 
+/// One TCP connection of a process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TcpConn {
+    /// This end.
     pub local: SockAddr,
+    /// The peer's end.
     pub remote: SockAddr,
     /// TCP state (1 ESTABLISHED, 2 SYN_SENT, ... 8 CLOSE_WAIT, ...).
     pub state: u8,
     /// Bytes sent and not yet acknowledged / received and not yet read by the process.
     pub send_queue: u32,
+    /// Bytes received and not yet read by the process.
     pub recv_queue: u32,
     /// From sock_diag's tcp_info; None from the /proc/net/tcp fallback.
     pub info: Option<TcpConnInfo>,
@@ -723,34 +873,51 @@ pub struct TcpConn {
 /// keeps them; the collector takes differences).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TcpConnInfo {
+    /// Unanswered zero-window or keep-alive probes (`tcpi_probes`).
     pub probes: u8,
+    /// Retransmission timer backoffs (`tcpi_backoff`).
     pub backoff: u8,
+    /// Retransmission timeout, µs (`tcpi_rto`).
     pub rto_us: u32,
+    /// Smoothed round-trip time, µs (`tcpi_rtt`).
     pub rtt_us: u32,
+    /// Congestion window, segments (`tcpi_snd_cwnd`).
     pub snd_cwnd: u32,
+    /// Retransmissions over the connection's life (`tcpi_total_retrans`).
     pub total_retrans: u32,
+    /// Time since data was last sent, ms (`tcpi_last_data_sent`).
     pub last_data_sent_ms: u32,
+    /// Time since data was last received, ms (`tcpi_last_data_recv`).
     pub last_data_recv_ms: u32,
     /// 4.2+.
     pub bytes_acked: Option<u64>,
+    /// Bytes received (`tcpi_bytes_received`, 4.2+).
     pub bytes_received: Option<u64>,
     /// 4.9+, bytes/s.
     pub delivery_rate: Option<u64>,
     /// 4.10+, µs totals.
     pub busy_time_us: Option<u64>,
+    /// Time limited by the receiver's window, µs (`tcpi_rwnd_limited`, 4.10+).
     pub rwnd_limited_us: Option<u64>,
+    /// Time limited by the send buffer, µs (`tcpi_sndbuf_limited`, 4.10+).
     pub sndbuf_limited_us: Option<u64>,
 }
 
+/// The regular files the transfer's processes have open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenFiles {
+    /// Per process, the movers first.
     pub procs: Vec<ProcFiles, MAX_FILE_PROCS>,
 }
 
+/// One process's open regular files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcFiles {
+    /// Process id.
     pub pid: u32,
+    /// Its task name.
     pub comm: Comm,
+    /// Its open regular files.
     pub files: Vec<OpenFile, MAX_PROC_FILES>,
     /// Its open regular files left out (past MAX_PROC_FILES).
     pub more: u16,
@@ -759,8 +926,11 @@ pub struct ProcFiles {
 /// How a file descriptor was opened (`flags:` of `/proc/PID/fdinfo/N`, O_ACCMODE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileMode {
+    /// O_RDONLY.
     Read,
+    /// O_WRONLY.
     Write,
+    /// O_RDWR.
     ReadWrite,
 }
 
@@ -778,6 +948,7 @@ impl FileMode {
 /// One open regular file of a process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenFile {
+    /// The file descriptor's number.
     pub fd: u32,
     /// The path (`readlink /proc/PID/fd/N`), redacted like command lines; a path longer than
     /// CMDLINE_LEN keeps its end, after `...`; a deleted file ends in ` (deleted)`.
@@ -786,5 +957,6 @@ pub struct OpenFile {
     pub pos: u64,
     /// The file's size now, bytes.
     pub size: u64,
+    /// How it was opened.
     pub mode: FileMode,
 }
