@@ -15,8 +15,10 @@
 extern crate std;
 
 pub mod auth;
+pub mod events;
 pub mod frame;
 pub mod handshake;
+pub mod limits;
 pub mod msg;
 pub mod sanitize;
 pub mod session;
