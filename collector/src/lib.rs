@@ -3,7 +3,8 @@
 //!
 //! - [`cli`]: flags and commands, resolved into a [`context::Context`] (database, token,
 //!   host list, retention) that the commands take; [`hosts`]: host arguments and the host
-//!   list file; [`token`]: the token file; [`signals`]: SIGINT/SIGTERM; [`output`]: stdout;
+//!   list file; [`token`]: the token file; [`units`]: sizes and durations; [`signals`]:
+//!   SIGINT/SIGTERM; [`output`]: stdout;
 //! - [`cmd`]: the commands, one file each (record, watch, report/events/check, export, serve,
 //!   test, ladder, hosts), none importing another;
 //! - [`net`]: the agents on the network (connection, supervisor, plausibility checks);
@@ -35,3 +36,4 @@ pub use sys::signals;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod token;
+pub mod units;

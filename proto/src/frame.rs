@@ -19,11 +19,17 @@ pub const MAX_FRAME_LEN: usize = 64 * 1024;
 /// `KeepAlive`, all under 100 bytes.
 pub const MAX_CLIENT_FRAME_LEN: usize = 256;
 
+/// Why a frame could not be encoded or decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FrameError {
     /// The length prefix announces more than the cap allows.
-    TooLong { len: usize, max: usize },
+    TooLong {
+        /// Bytes the prefix announces.
+        len: usize,
+        /// Most bytes allowed here.
+        max: usize,
+    },
     /// A zero-length body (no version byte).
     Empty,
     /// The body's version byte is not ours.
@@ -176,7 +182,9 @@ pub fn decode_body(body: &[u8]) -> Result<Message, FrameError> {
 /// body bytes as they came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordParts<'a> {
+    /// The record's sequence number within its agent instance.
     pub seq: u64,
+    /// Agent wall clock of the record, ms since the Unix epoch.
     pub time_ms: u64,
     /// True for `RecordBody::Event`, false for `RecordBody::Sample`.
     pub is_event: bool,

@@ -31,6 +31,7 @@ pub enum HandshakeError {
     Unexpected {
         /// The step: "Auth", "Resume", "Challenge", "AuthOk", "Hello" awaited, or "streaming".
         awaiting: &'static str,
+        /// The message that came instead (its [`crate::Message::name`]).
         got: &'static str,
     },
     /// The peer's proof of the token is wrong (a wrong token, or a peer that is not one of

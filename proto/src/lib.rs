@@ -8,14 +8,17 @@
 //! - fields are never reordered and enum variants are only ever added at the end;
 //! - every message has a golden byte vector in the tests: a changed vector is a changed wire.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 #![no_std]
 
 #[cfg(feature = "std")]
 extern crate std;
 
 pub mod auth;
+pub mod events;
 pub mod frame;
 pub mod handshake;
+pub mod limits;
 pub mod msg;
 pub mod sanitize;
 pub mod session;

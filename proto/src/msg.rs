@@ -1,4 +1,5 @@
-//! The messages of the protocol and the sample/event records they carry.
+//! The messages of the protocol and the samples they carry (the events are in
+//! [`crate::events`], the capacities of lists and strings in [`crate::limits`]).
 //!
 //! Counters travel as per-interval deltas (small varints); gauges as plain values. Capacities are
 //! fixed so that the agent never allocates on its hot path; a value past a capacity is refused by
@@ -7,57 +8,9 @@
 use heapless::{String, Vec};
 use serde::{Deserialize, Serialize};
 
+pub use crate::events::*;
+pub use crate::limits::*;
 use crate::test_msg::{TestReady, TestRequest, TestResult};
-
-/// Most CPUs a sample describes. 256 covers every NAS and most servers; a bigger machine is
-/// refused with a typed error by the agent rather than silently truncated.
-pub const MAX_CPUS: usize = 256;
-/// Most top processes per sample (the agent default is 8; `--top` may raise it to this).
-pub const MAX_TOP_PROCS: usize = 16;
-/// Most block devices in the inventory: 8-bay NAS plus md arrays, flash, USB and loop headroom.
-pub const MAX_DISKS: usize = 48;
-/// Most md arrays in the inventory.
-pub const MAX_MD_ARRAYS: usize = 16;
-/// Most members of one md array (24-bay boxes exist).
-pub const MAX_MD_MEMBERS: usize = 24;
-/// Most network interfaces in the inventory (physical, bonds, bridges, VLANs, docker veths).
-pub const MAX_NICS: usize = 32;
-/// Most slaves of one bond.
-pub const MAX_BOND_SLAVES: usize = 8;
-/// Most filesystems sampled through `--mount`.
-pub const MAX_MOUNTS: usize = 8;
-/// Length of a kernel task name (TASK_COMM_LEN 16, less the NUL).
-pub const COMM_LEN: usize = 15;
-/// Command lines are truncated to this many bytes (the agent default, `--cmdline-bytes` lowers it).
-pub const CMDLINE_LEN: usize = 256;
-/// Device names: IFNAMSIZ is 16, block names are short, but dm/nvme names can reach ~32.
-pub const DEV_NAME_LEN: usize = 32;
-/// Host names (HOST_NAME_MAX is 64).
-pub const HOST_NAME_LEN: usize = 64;
-/// Kernel release strings ("3.10.39", "4.4.302+", "6.1.0-28-amd64").
-pub const KERNEL_LEN: usize = 64;
-/// Processes whose TCP connections a sample reports (the busiest first).
-pub const MAX_CONN_PROCS: usize = 4;
-/// TCP connections reported per process.
-pub const MAX_PROC_CONNS: usize = 8;
-/// Processes whose open regular files an [`OpenFiles`] event reports (the transfer's movers:
-/// busiest by disk I/O, then by CPU).
-pub const MAX_FILE_PROCS: usize = 4;
-/// Open regular files reported per process (read or written; the rest counted in `more`).
-pub const MAX_PROC_FILES: usize = 8;
-/// Longest file descriptor number the kernel allows (`fs.nr_open` at most 1073741816).
-pub const MAX_FD: u32 = 1_073_741_816;
-/// Mount paths named with `--mount`.
-pub const PATH_LEN: usize = 128;
-/// Short texts: architecture, versions, md level, boot id (36).
-pub const SHORT_LEN: usize = 40;
-/// Reasons in refusals and errors.
-pub const REASON_LEN: usize = 128;
-
-pub type Comm = String<COMM_LEN>;
-pub type Cmdline = String<CMDLINE_LEN>;
-pub type DevName = String<DEV_NAME_LEN>;
-pub type Short = String<SHORT_LEN>;
 
 /// Every message of the protocol. Variants are only ever added at the end.
 ///
@@ -114,35 +67,44 @@ impl Message {
     }
 }
 
+/// The agent's challenge, first frame of every connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Challenge {
+    /// 32 random bytes, fresh for this connection.
     pub agent_nonce: [u8; 32],
 }
 
+/// The collector's proof of the token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Auth {
+    /// 32 random bytes of the collector's.
     pub client_nonce: [u8; 32],
     /// HMAC-SHA256(token, "nasprobe-client-v1" || agent_nonce || client_nonce).
     pub mac: [u8; 32],
 }
 
+/// The agent's proof of the token (the collector authenticates the agent too).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthOk {
     /// HMAC-SHA256(token, "nasprobe-agent-v1" || agent_nonce || client_nonce).
     pub mac: [u8; 32],
 }
 
+/// Why the agent closes the connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refused {
+    /// The reason, for the user (e.g. a wrong token or an old protocol).
     pub reason: String<REASON_LEN>,
 }
 
+/// Proof of life on an idle connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeepAlive {
     /// Sender's wall clock, milliseconds since the Unix epoch.
     pub time_ms: u64,
 }
 
+/// Where the collector's history of this agent ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resume {
     /// The agent instance the sequence number belongs to; 0 when the collector has none.
@@ -155,15 +117,20 @@ pub struct Resume {
 /// Records `from_seq..=to_seq` of `instance_id` are gone for good.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gone {
+    /// The agent instance the range belongs to.
     pub instance_id: u64,
+    /// First sequence number gone.
     pub from_seq: u64,
+    /// Last sequence number gone (inclusive).
     pub to_seq: u64,
 }
 
 /// Who the agent is. Sent after authentication on every connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
+    /// The protocol the agent speaks ([`crate::PROTOCOL_VERSION`]).
     pub protocol_version: u8,
+    /// The agent's version (its Cargo version, e.g. "0.1.0").
     pub agent_version: Short,
     /// Random at every agent start: sequence numbers are contiguous within one instance.
     pub instance_id: u64,
@@ -171,24 +138,34 @@ pub struct Hello {
     pub started_ms: u64,
     /// Wall clock now on the agent, ms since the Unix epoch (clock skew check).
     pub now_ms: u64,
+    /// The host's name (or `--name`), sanitized.
     pub host_name: String<HOST_NAME_LEN>,
+    /// `uname -r` of the NAS.
     pub kernel_release: String<KERNEL_LEN>,
+    /// The CPU architecture (`uname -m`, e.g. "x86_64", "armv7l").
     pub arch: Short,
+    /// CPUs of the host (the highest CPU number of /proc/stat plus one).
     pub cpu_count: u16,
     /// USER_HZ: the unit of every CPU tick count (100 on every Linux seen).
     pub clock_ticks_per_sec: u32,
+    /// Memory page size, bytes (the unit of page counts).
     pub page_size: u32,
     /// /proc/sys/kernel/random/boot_id, empty when unreadable.
     pub boot_id: Short,
+    /// Sampling interval, ms (`--interval`).
     pub interval_ms: u32,
     /// Oldest and newest sequence numbers the ring holds now (0, 0 when empty).
     pub oldest_seq: u64,
+    /// Newest sequence number the ring holds now (0 when empty).
     pub newest_seq: u64,
     /// Inventory. Indices into these lists are stable for the whole instance: a new device gets
     /// a new index at the end, a gone one keeps its slot.
     pub disks: Vec<DiskInfo, MAX_DISKS>,
+    /// The md (software RAID) arrays and their members.
     pub md_arrays: Vec<MdInfo, MAX_MD_ARRAYS>,
+    /// The network interfaces (indices stable as for `disks`).
     pub nics: Vec<NicInfo, MAX_NICS>,
+    /// The `--mount` paths whose space each sample reports, in the flag's order.
     pub mounts: Vec<String<PATH_LEN>, MAX_MOUNTS>,
 }
 
@@ -220,8 +197,10 @@ impl Default for Hello {
     }
 }
 
+/// A block device of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskInfo {
+    /// Its kernel name ("sda", "md0", "nvme0n1").
     pub name: DevName,
     /// /sys/block/X/queue/rotational; None when unreadable.
     pub rotational: Option<bool>,
@@ -231,8 +210,10 @@ pub struct DiskInfo {
     pub is_md: bool,
 }
 
+/// An md array of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MdInfo {
+    /// Its kernel name ("md0").
     pub name: DevName,
     /// "raid1", "raid5", ... empty when unknown.
     pub level: Short,
@@ -240,11 +221,16 @@ pub struct MdInfo {
     pub members: Vec<DevName, MAX_MD_MEMBERS>,
 }
 
+/// A network interface of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NicInfo {
+    /// Its kernel name ("eth0", "bond0").
     pub name: DevName,
+    /// MTU at the agent's start, bytes.
     pub mtu: u32,
+    /// A bonding master (its slaves are listed).
     pub is_bond: bool,
+    /// The bond's slave interfaces; empty for other interfaces.
     pub slaves: Vec<DevName, MAX_BOND_SLAVES>,
     /// Speed given by `--link-speed IF=MBIT`, which overrides the kernel's.
     pub speed_override_mbit: Option<u32>,
@@ -255,16 +241,21 @@ pub struct NicInfo {
 /// One entry of the agent's history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
+    /// Sequence number, contiguous within one agent instance.
     pub seq: u64,
     /// Agent wall clock, ms since the Unix epoch.
     pub time_ms: u64,
+    /// A sample or an event.
     pub body: RecordBody,
 }
 
+/// What a record holds.
 #[allow(clippy::large_enum_variant)] // fixed-capacity by design, see `Message`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecordBody {
+    /// One sampling interval.
     Sample(Sample),
+    /// Something that happened between samples.
     Event(Event),
 }
 
@@ -289,10 +280,15 @@ pub struct Sample {
     pub interval_us: u32,
     /// All CPUs together, then one entry per CPU (index = CPU number).
     pub cpu_total: CpuTicks,
+    /// One entry per CPU (index = CPU number).
     pub cpus: Vec<CpuTicks, MAX_CPUS>,
+    /// Gauge: runnable tasks at the end of the interval (`procs_running` of /proc/stat).
     pub procs_running: u16,
+    /// Gauge: tasks blocked on I/O at the end of the interval (`procs_blocked`).
     pub procs_blocked: u16,
+    /// Processes created in the interval (`processes` of /proc/stat).
     pub forks: u32,
+    /// Context switches in the interval (`ctxt` of /proc/stat).
     pub context_switches: u64,
     /// Processes that started and ended between scans without being listed.
     pub short_lived: u32,
@@ -300,25 +296,40 @@ pub struct Sample {
     pub top: Vec<ProcSample, MAX_TOP_PROCS>,
     /// Block devices with activity in the interval (idle ones are left out: zero deltas).
     pub disks: Vec<DiskSample, MAX_DISKS>,
+    /// Network interfaces, one entry each (/proc/net/dev and sysfs).
     pub nics: Vec<NicSample, MAX_NICS>,
+    /// Memory gauges (/proc/meminfo); None when unreadable.
     pub memory: Option<Memory>,
+    /// Swap, faults and reclaim (/proc/vmstat); None when unreadable.
     pub vm: Option<VmActivity>,
+    /// TCP troubles (/proc/net/snmp, netstat); None when unreadable.
     pub tcp: Option<TcpActivity>,
+    /// Space of the `--mount` paths.
     pub mounts: Vec<MountSample, MAX_MOUNTS>,
+    /// The agent's own cost.
     pub agent: AgentSelf,
 }
 
 /// CPU time deltas in clock ticks (USER_HZ). `flags::RESET` set when unknown this interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTicks {
+    /// `flags::RESET` when the counters went backwards.
     pub flags: u8,
+    /// Ticks in user mode.
     pub user: u32,
+    /// Ticks in user mode at low priority (nice).
     pub nice: u32,
+    /// Ticks in kernel mode.
     pub system: u32,
+    /// Ticks idle.
     pub idle: u32,
+    /// Ticks idle with I/O outstanding.
     pub iowait: u32,
+    /// Ticks serving hardware interrupts.
     pub irq: u32,
+    /// Ticks serving soft interrupts.
     pub softirq: u32,
+    /// Ticks taken by the hypervisor for other guests.
     pub steal: u32,
 }
 
@@ -336,15 +347,20 @@ impl CpuTicks {
     }
 }
 
+/// One of the top processes of a sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcSample {
+    /// Process id.
     pub pid: u32,
+    /// Its task name.
     pub comm: Comm,
     /// State letter from /proc/PID/stat ('R', 'S', 'D', ...).
     pub state: u8,
+    /// Gauge: its threads.
     pub threads: u16,
-    /// user + system ticks in the interval.
+    /// User-mode ticks in the interval.
     pub utime: u32,
+    /// Kernel-mode ticks in the interval.
     pub stime: u32,
     /// Time spent waiting for a CPU in the interval, µs (schedstat run_delay); None when absent.
     pub run_delay_us: Option<u32>,
@@ -354,8 +370,10 @@ pub struct ProcSample {
     pub cmdline: Option<Cmdline>,
 }
 
+/// The busiest thread of a top process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadSample {
+    /// Thread id.
     pub tid: u32,
     /// None when the thread's name equals the process's.
     pub comm: Option<Comm>,
@@ -368,14 +386,23 @@ pub struct ThreadSample {
 pub struct DiskSample {
     /// Index into `Hello::disks`.
     pub disk: u16,
+    /// `flags::RESET` when the counters went backwards.
     pub flags: u8,
+    /// Reads completed.
     pub reads: u32,
+    /// Reads merged with adjacent ones.
     pub reads_merged: u32,
+    /// Sectors read (512 bytes each).
     pub sectors_read: u64,
+    /// Time spent reading, ms (all requests summed).
     pub read_ms: u32,
+    /// Writes completed.
     pub writes: u32,
+    /// Writes merged with adjacent ones.
     pub writes_merged: u32,
+    /// Sectors written (512 bytes each).
     pub sectors_written: u64,
+    /// Time spent writing, ms (all requests summed).
     pub write_ms: u32,
     /// Gauge: requests in flight at the end of the interval.
     pub in_flight: u32,
@@ -394,37 +421,57 @@ pub struct NicSample {
     pub flags: u8,
     /// Link speed in Mbit/s (override first, then sysfs); 0 when unknown or link down.
     pub speed_mbit: u32,
+    /// Bytes received.
     pub rx_bytes: u64,
+    /// Bytes sent.
     pub tx_bytes: u64,
+    /// Packets received.
     pub rx_packets: u32,
+    /// Packets sent.
     pub tx_packets: u32,
+    /// Receive errors.
     pub rx_errors: u32,
+    /// Transmit errors.
     pub tx_errors: u32,
+    /// Received packets dropped.
     pub rx_dropped: u32,
+    /// Packets dropped on sending.
     pub tx_dropped: u32,
 }
 
 /// /proc/meminfo gauges in KiB.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memory {
+    /// MemTotal, KiB.
     pub total_kib: u64,
+    /// MemFree, KiB.
     pub free_kib: u64,
+    /// MemAvailable (or the agent's estimate), KiB.
     pub available_kib: u64,
     /// True when the kernel lacks MemAvailable (3.10) and the agent estimated it.
     pub available_estimated: bool,
+    /// Buffers, KiB.
     pub buffers_kib: u64,
+    /// Cached (page cache), KiB.
     pub cached_kib: u64,
+    /// Dirty: written, not yet on disk, KiB.
     pub dirty_kib: u64,
+    /// Writeback: being written to disk now, KiB.
     pub writeback_kib: u64,
+    /// SwapTotal, KiB.
     pub swap_total_kib: u64,
+    /// SwapFree, KiB.
     pub swap_free_kib: u64,
 }
 
 /// /proc/vmstat deltas; a field the kernel lacks is None.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmActivity {
+    /// Pages swapped in (`pswpin`).
     pub swap_in_pages: u32,
+    /// Pages swapped out (`pswpout`).
     pub swap_out_pages: u32,
+    /// Major page faults, served from disk (`pgmajfault`).
     pub major_faults: u32,
     /// allocstall (sum of allocstall_* on newer kernels).
     pub alloc_stalls: Option<u32>,
@@ -435,14 +482,25 @@ pub struct VmActivity {
 /// /proc/net/snmp and /proc/net/netstat deltas that explain a dying connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TcpActivity {
+    /// Segments retransmitted (`RetransSegs`).
     pub retrans_segs: u32,
+    /// Resets sent (`OutRsts`).
     pub out_rsts: u32,
+    /// Segments received in error (`InErrs`).
     pub in_errs: u32,
+    /// Established connections reset (`EstabResets`).
     pub estab_resets: u32,
+    /// Connection attempts failed (`AttemptFails`).
     pub attempt_fails: u32,
+    /// Retransmission timeouts (`TCPTimeouts`); None when the kernel lacks it.
     pub timeouts: Option<u32>,
+    /// Connections aborted by keep-alive; None (Linux has no separate counter: they are in
+    /// `timeout_aborts`).
     pub keepalive_aborts: Option<u32>,
+    /// Connections killed when the retransmission or keep-alive timer gave up
+    /// (`TCPAbortOnTimeout`); None when the kernel lacks it.
     pub timeout_aborts: Option<u32>,
+    /// SYNs dropped at a listening socket (`ListenDrops`); None when the kernel lacks it.
     pub listen_drops: Option<u32>,
 }
 
@@ -451,7 +509,9 @@ pub struct TcpActivity {
 pub struct MountSample {
     /// Index into `Hello::mounts`.
     pub mount: u16,
+    /// Bytes used.
     pub used_bytes: u64,
+    /// Bytes free for unprivileged users (`f_bavail`).
     pub free_bytes: u64,
 }
 
@@ -460,331 +520,8 @@ pub struct MountSample {
 pub struct AgentSelf {
     /// user + system CPU time of the agent in the interval, µs.
     pub cpu_us: u32,
+    /// The agent's resident memory, KiB.
     pub rss_kib: u32,
     /// Clients connected now.
     pub clients: u8,
-}
-
-/// Something that happened between samples.
-#[allow(clippy::large_enum_variant)] // fixed-capacity by design, see `Message`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Event {
-    /// A process that lived a while or was among the top was first seen.
-    ProcessStart(ProcessInfo),
-    /// A process seen before is gone.
-    ProcessExit(ProcessExit),
-    /// A NIC's link state, speed or duplex changed.
-    LinkChange(LinkChange),
-    /// The agent (this instance) started.
-    AgentStart(AgentStart),
-    /// A device appeared after start; see the current `Hello` for its inventory entry.
-    DeviceAdded(DeviceAdded),
-    /// A process seen before is gone, with how it ended. Agents that know this variant send it
-    /// instead of [`Event::ProcessExit`] for every exit.
-    ProcessEnd(ProcessEnd),
-    /// How this agent instance learns of exits; sent at start and whenever `dropped` grew.
-    ExitWatch(ExitWatch),
-    /// A kernel log line about a tracked process or a NIC, redacted like command lines.
-    KernelMessage(KernelMessage),
-    /// The TCP connections of the top processes at this sample (sparse: only active or
-    /// troubled ones, only in samples that have some).
-    Connections(Connections),
-    /// The regular files the transfer's processes have open, with their positions (sparse:
-    /// only when a process has one, and at most every few seconds).
-    OpenFiles(OpenFiles),
-}
-
-impl Event {
-    /// [`Event::kind`] of [`Event::Connections`].
-    pub const KIND_CONNECTIONS: &'static str = "tcp_connections";
-    /// [`Event::kind`] of [`Event::OpenFiles`].
-    pub const KIND_OPEN_FILES: &'static str = "open_files";
-
-    /// The exit of a process in either form, with its status when the event carries one.
-    pub fn as_exit(&self) -> Option<(&ProcessExit, Option<&ExitStatus>)> {
-        match self {
-            Event::ProcessExit(x) => Some((x, None)),
-            Event::ProcessEnd(e) => Some((&e.exit, Some(&e.status))),
-            _ => None,
-        }
-    }
-}
-
-impl Event {
-    /// Per-sample measurements carried as events (TCP connections, open files): not listed
-    /// among the events of a report.
-    pub fn is_measurement(&self) -> bool {
-        matches!(self, Event::Connections(_) | Event::OpenFiles(_))
-    }
-
-    /// The `kind` of an event as stored, exported and reported ("process_start", ...).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Event::ProcessStart(_) => "process_start",
-            Event::ProcessExit(_) | Event::ProcessEnd(_) => "process_exit",
-            Event::LinkChange(_) => "link_change",
-            Event::AgentStart(_) => "agent_start",
-            Event::DeviceAdded(_) => "device_added",
-            Event::ExitWatch(_) => "exit_watch",
-            Event::KernelMessage(_) => "kernel_message",
-            Event::Connections(_) => Event::KIND_CONNECTIONS,
-            Event::OpenFiles(_) => Event::KIND_OPEN_FILES,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessInfo {
-    pub pid: u32,
-    pub ppid: u32,
-    pub comm: Comm,
-    pub cmdline: Cmdline,
-    /// Start time in ticks since boot (/proc/PID/stat field 22): with pid, the identity.
-    pub start_ticks: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessExit {
-    pub process: ProcessInfo,
-    /// How long it lived, ms (as far as the agent saw: from its start time to the scan that
-    /// found it gone).
-    pub lifetime_ms: u64,
-    /// user + system ticks used over its whole life (as last seen).
-    pub cpu_ticks: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkChange {
-    pub nic: DevName,
-    pub up: bool,
-    pub speed_mbit: u32,
-    pub full_duplex: Option<bool>,
-    pub mtu: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentStart {
-    pub agent_version: Short,
-    pub instance_id: u64,
-    pub interval_ms: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum DeviceAdded {
-    Disk(DevName),
-    Nic(DevName),
-}
-
-/// How the agent learnt that a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ExitSeen {
-    /// The kernel said so (process connector, `PROC_EVENT_EXIT`): the status is known.
-    Kernel,
-    /// A scan of /proc found it gone: the status is unknown.
-    Scan,
-}
-
-/// How a process ended, as far as the agent knows.
-impl ExitSeen {
-    /// The name in reports: `kernel` or `scan`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExitSeen::Kernel => "kernel",
-            ExitSeen::Scan => "scan",
-        }
-    }
-}
-
-/// The name of Linux signal `n` (the numbers every Linux architecture the agent runs on
-/// shares: x86, arm, aarch64), None for a number without a fixed name (real-time signals).
-pub fn signal_name(n: u8) -> Option<&'static str> {
-    const NAMES: [&str; 31] = [
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    NAMES.get((n as usize).checked_sub(1)?).copied()
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExitStatus {
-    pub seen: ExitSeen,
-    /// Exit status (0..=255) of a process that called exit; None when a signal ended it or when
-    /// the status is unknown.
-    pub code: Option<u8>,
-    /// Number of the signal that ended it (9 = SIGKILL); None when it exited or is unknown.
-    pub signal: Option<u8>,
-    /// The signal left a core dump.
-    pub core_dumped: bool,
-    /// The kernel's OOM killer chose it (kernel log).
-    pub oom_killed: bool,
-    /// How long before the record's time the kernel reported the exit, ms (the record is
-    /// written at the next sample); 0 when seen by a scan.
-    pub before_ms: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessEnd {
-    pub exit: ProcessExit,
-    pub status: ExitStatus,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExitWatch {
-    /// `Kernel`: exits come from the process connector; `Scan`: it was refused or is missing,
-    /// exits are found by scanning /proc.
-    pub source: ExitSeen,
-    /// Connector messages the kernel dropped since the agent started (receive buffer overruns):
-    /// exits among them are seen by the scan, without status.
-    pub dropped: u32,
-}
-
-/// A kernel log line (`/dev/kmsg`) the agent passes on: an OOM kill, a segfault or hung task of
-/// a tracked process, link loss, a transmit timeout or reset of a known NIC, TCP out of memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelMessage {
-    /// Syslog level, 0 (emerg) .. 7 (debug).
-    pub level: u8,
-    /// The process it names, if any.
-    pub pid: Option<u32>,
-    /// The NIC it names, if any.
-    pub nic: Option<DevName>,
-    /// The line, redacted like command lines and cut to CMDLINE_LEN bytes.
-    pub text: Cmdline,
-    /// Lines of these kinds left out before this one by the agent's rate limit.
-    pub suppressed: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Connections {
-    pub procs: Vec<ProcConnections, MAX_CONN_PROCS>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcConnections {
-    pub pid: u32,
-    pub comm: Comm,
-    pub conns: Vec<TcpConn, MAX_PROC_CONNS>,
-    /// Its TCP sockets left out (past MAX_PROC_CONNS, or idle and untroubled).
-    pub more: u16,
-}
-
-/// One end of a connection: 4 address bytes (IPv4) or 16 (IPv6), as on the wire.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SockAddr {
-    pub addr: Vec<u8, 16>,
-    pub port: u16,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpConn {
-    pub local: SockAddr,
-    pub remote: SockAddr,
-    /// TCP state (1 ESTABLISHED, 2 SYN_SENT, ... 8 CLOSE_WAIT, ...).
-    pub state: u8,
-    /// Bytes sent and not yet acknowledged / received and not yet read by the process.
-    pub send_queue: u32,
-    pub recv_queue: u32,
-    /// From sock_diag's tcp_info; None from the /proc/net/tcp fallback.
-    pub info: Option<TcpConnInfo>,
-    /// Retransmissions of the current segment (tcp_info's, or /proc/net/tcp's `retrnsmt`).
-    pub retransmits: u8,
-}
-
-/// `struct tcp_info` values (counters are totals over the connection's life, as the kernel
-/// keeps them; the collector takes differences).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpConnInfo {
-    pub probes: u8,
-    pub backoff: u8,
-    pub rto_us: u32,
-    pub rtt_us: u32,
-    pub snd_cwnd: u32,
-    pub total_retrans: u32,
-    pub last_data_sent_ms: u32,
-    pub last_data_recv_ms: u32,
-    /// 4.2+.
-    pub bytes_acked: Option<u64>,
-    pub bytes_received: Option<u64>,
-    /// 4.9+, bytes/s.
-    pub delivery_rate: Option<u64>,
-    /// 4.10+, µs totals.
-    pub busy_time_us: Option<u64>,
-    pub rwnd_limited_us: Option<u64>,
-    pub sndbuf_limited_us: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OpenFiles {
-    pub procs: Vec<ProcFiles, MAX_FILE_PROCS>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcFiles {
-    pub pid: u32,
-    pub comm: Comm,
-    pub files: Vec<OpenFile, MAX_PROC_FILES>,
-    /// Its open regular files left out (past MAX_PROC_FILES).
-    pub more: u16,
-}
-
-/// How a file descriptor was opened (`flags:` of `/proc/PID/fdinfo/N`, O_ACCMODE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FileMode {
-    Read,
-    Write,
-    ReadWrite,
-}
-
-impl FileMode {
-    /// The name in reports: `read`, `write` or `read_write`.
-    pub fn name(self) -> &'static str {
-        match self {
-            FileMode::Read => "read",
-            FileMode::Write => "write",
-            FileMode::ReadWrite => "read_write",
-        }
-    }
-}
-
-/// One open regular file of a process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OpenFile {
-    pub fd: u32,
-    /// The path (`readlink /proc/PID/fd/N`), redacted like command lines; a path longer than
-    /// CMDLINE_LEN keeps its end, after `...`; a deleted file ends in ` (deleted)`.
-    pub path: Cmdline,
-    /// The descriptor's offset, bytes (`pos:` of fdinfo).
-    pub pos: u64,
-    /// The file's size now, bytes.
-    pub size: u64,
-    pub mode: FileMode,
 }

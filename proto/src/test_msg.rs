@@ -33,6 +33,8 @@ pub const MAX_NET_STREAMS: u8 = 16;
 /// An address the sender connects to ("192.0.2.10:7452", `"[2001:db8::1]:7452"`).
 pub const ADDR_LEN: usize = 64;
 
+/// `nasprobe test net`, receiving side (old form, refused by current agents): count the
+/// streams that open with `nonce`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetReceive {
     /// How long the receiver waits for the whole test (all runs), s.
@@ -43,6 +45,8 @@ pub struct NetReceive {
     pub max_bytes: u64,
 }
 
+/// `nasprobe test net`, sending side (old form, refused by current agents): send to `to`,
+/// run by run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetSend {
     /// The receiver's test port as the collector reaches it.
@@ -51,11 +55,13 @@ pub struct NetSend {
     pub seconds: u16,
     /// The streams of each run, in order (e.g. [1, 4]).
     pub streams: Vec<u8, MAX_NET_RUNS>,
+    /// Sent first on each stream: the receiver counts only streams that open with it.
     pub nonce: [u8; 16],
     /// Bytes after which a run stops sending.
     pub max_bytes: u64,
 }
 
+/// `nasprobe test net`, receiving side, bound to the run: admit the announced streams only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetReceiveRun {
     /// How long the receiver waits for the whole test (all runs), s.
@@ -66,6 +72,7 @@ pub struct NetReceiveRun {
     pub max_bytes: u64,
 }
 
+/// `nasprobe test net`, sending side, bound to the run by its sealed key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetSendRun {
     /// The receiver's test port as the collector reaches it.
@@ -81,14 +88,17 @@ pub struct NetSendRun {
     pub sealed_key: [u8; 32],
 }
 
+/// The receiver listens: where the sender connects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestReady {
+    /// The agent's test port the receiver listens on.
     pub port: u16,
 }
 
 /// One run of a network test as one side saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetRun {
+    /// Parallel TCP streams of the run.
     pub streams: u8,
     /// Bytes sent (sender) or received (receiver).
     pub bytes: u64,
@@ -98,9 +108,11 @@ pub struct NetRun {
     pub retransmits: u32,
     /// Agent wall clock at the run's start and end, ms since the epoch.
     pub started_ms: u64,
+    /// Agent wall clock at the run's end, ms since the epoch.
     pub ended_ms: u64,
 }
 
+/// `nasprobe test disk`: where to write and how much.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiskTest {
     /// The folder the test file goes in.
@@ -114,6 +126,7 @@ pub struct DiskTest {
 /// The outcome of a [`TestRequest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TestResult {
+    /// A disk test's figures.
     Disk(DiskResult),
     /// The test started and could not finish (a full disk, a read error): why.
     Failed(String<REASON_LEN>),
@@ -129,6 +142,7 @@ pub struct DiskResult {
     pub device: DevName,
     /// The folder's filesystem type (e.g. "ext4", "btrfs").
     pub fs_type: Short,
+    /// Size of each written and read block, bytes (1 MiB).
     pub block_bytes: u32,
     /// Bytes written (fewer than asked when the time budget ended the write).
     pub bytes: u64,
@@ -137,13 +151,16 @@ pub struct DiskResult {
     /// Bytes read back (fewer than `bytes` when the time budget ended the read) and the time,
     /// µs, after the pages were dropped from the cache.
     pub read_bytes: u64,
+    /// Time to read `read_bytes` back, µs.
     pub read_us: u64,
     /// False when the cache could not be dropped (the read figure may be the cache's).
     pub cache_dropped: bool,
     /// The big-block pass: its block (= its size) and time, µs; 0 when it was not run.
     pub big_block_bytes: u64,
+    /// Time of the big-block pass, µs; 0 when it was not run.
     pub big_write_us: u64,
     /// Agent wall clock at the start and end of the test, ms since the epoch.
     pub started_ms: u64,
+    /// Agent wall clock at the end of the test, ms since the epoch.
     pub ended_ms: u64,
 }

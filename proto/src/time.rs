@@ -33,7 +33,9 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// the `Z` when `millis` is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rfc3339 {
+    /// The time, ms since the Unix epoch.
     pub ms: u64,
+    /// Show the milliseconds (`.mmm`).
     pub millis: bool,
 }
 

@@ -60,11 +60,7 @@ for _ in $(seq 100); do curl -sf "$AM/-/ready" >/dev/null && break; sleep 0.2; d
 curl -sf "$AM/-/ready" >/dev/null || fail "alertmanager not ready"
 python3 "$REPO/tests/e2e/lib/alert_receiver.py" "$NPORT" "$TMP/ntfy.jsonl" &
 PIDS+=($!)
-"$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --interval 200 --name nas \
-    --log-file "$TMP/agent.log" &
-AGENT_PID=$!
-PIDS+=($!)
-for _ in $(seq 50); do grep -q "listening on" "$TMP/agent.log" 2>/dev/null && break; sleep 0.1; done
+e2e_agent "$TMP/agent.log" --interval 200 --name nas
 "$NP" --db "$DB" --token-file "$TOK" --hosts-file "$TMP/hosts" record \
     --alert host_lost.for=3s --no-alert stall --no-alert death \
     --notify "alertmanager=$AM" --notify "ntfy=http://127.0.0.1:$NPORT/nasprobe" \
@@ -87,9 +83,7 @@ jq -e '.[0] | .labels.rule == "host_lost" and .labels.host == "nas" and .labels.
     and (.startsAt | length > 0)' "$TMP/am.json" >/dev/null || fail "in alertmanager: $(cat "$TMP/am.json")"
 say "in alertmanager: $(jq -c '.[0].labels' "$TMP/am.json")"
 say "restart the agent"
-"$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --interval 200 --name nas \
-    --log-file "$TMP/agent2.log" &
-PIDS+=($!)
+e2e_agent "$TMP/agent2.log" --interval 200 --name nas
 until_t=$((SECONDS + 30))
 while ((SECONDS < until_t)); do
     [[ $(am_alert | jq length) == 0 ]] && break

@@ -91,10 +91,7 @@ PY
 PIDS+=($!)
 python3 "$REPO/tests/e2e/lib/alert_receiver.py" "$HPORT" "$HOOK" &
 PIDS+=($!)
-"$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --interval 200 --event-min-lifetime 500 --name nas \
-    --log-file "$TMP/agent.log" &
-PIDS+=($!)
-for _ in $(seq 50); do grep -q "listening on" "$TMP/agent.log" 2>/dev/null && break; sleep 0.1; done
+e2e_agent "$TMP/agent.log" --interval 200 --event-min-lifetime 500 --name nas
 "$NP" --db "$DB" --token-file "$TOK" --hosts-file "$TMP/hosts" record \
     --watch-process np27mover --watch-process np27hog --alert death.quiet=15s --no-alert stall --no-alert host_lost \
     --notify "webhook=http://127.0.0.1:$HPORT/hook" --notify "exec=cat >> '$TMP/exec.jsonl'; echo >> '$TMP/exec.jsonl'" \

@@ -48,10 +48,7 @@ mkfs.ext4 -q -F "$TMP/fs.img"
 LOOP=$(losetup --find --show "$TMP/fs.img") || fail "losetup"
 mkdir -p "$MNT"
 mount "$LOOP" "$MNT" || fail "mount $LOOP"
-"$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --interval 500 --name dst \
-    --mount "$MNT" --log-file "$TMP/agent.log" &
-PIDS+=($!)
-for _ in $(seq 50); do grep -q "listening on" "$TMP/agent.log" 2>/dev/null && break; sleep 0.1; done
+e2e_agent "$TMP/agent.log" --interval 500 --name dst --mount "$MNT"
 "$NP" --db "$DB" --token-file "$TOK" --hosts-file "$TMP/hosts" record --expect 1G \
     --alert full.over=10s --no-alert stall --no-alert death --no-alert host_lost \
     dst=127.0.0.1:$PORT 2>"$TMP/record.log" &

@@ -43,18 +43,6 @@ PORT=$((20000 + RANDOM % 20000))
 HPORT=$((PORT + 1))
 HOOK="$TMP/hook.jsonl"
 start=$SECONDS
-AGENT_PID=""
-start_agent() {
-    "$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --interval 200 --name nas \
-        --log-file "$TMP/agent.log" &
-    AGENT_PID=$!
-    PIDS+=($!)
-    for _ in $(seq 50); do
-        [[ $(grep -c "listening on" "$TMP/agent.log" 2>/dev/null) == "$1" ]] && return 0
-        sleep 0.1
-    done
-    fail "agent start $1 did not listen"
-}
 REC=""
 start_record() { # LOG
     "$NP" --db "$DB" --token-file "$TOK" --hosts-file "$TMP/hosts" record \
@@ -80,7 +68,7 @@ echo "alert repeat=1h" >"$TMP/alerts.conf"
 grep -q "host_lost.for = 5s (default 2m)" "$TMP/list.txt" || fail "alerts --list: $(cat "$TMP/list.txt")"
 grep -q "config file: $TMP/alerts.conf (read)" "$TMP/list.txt" || fail "alerts --list: no config file"
 
-start_agent 1
+e2e_agent "$TMP/agent.log" --interval 200 --name nas
 start_record record.log
 for _ in $(seq 100); do
     [[ $(sqlite3 "$DB" "SELECT COALESCE(MAX(last_seq),0) FROM instances" 2>/dev/null || echo 0) -ge 20 ]] && break
@@ -105,7 +93,7 @@ sleep 9 # past host_lost.for on the new run
 [[ $(sqlite3 "$DB" "SELECT count(*) FROM alert_outbox") == 1 ]] || fail "queued again after the restart"
 
 say "restart the agent"
-start_agent 2
+e2e_agent "$TMP/agent.log" --interval 200 --name nas
 wait_for 20 '[.alerts[] | select(.rule == "host_lost" and .state == "resolved")] | length == 1' "host_lost resolved"
 resolved=$(alerts_json | jq -r '.alerts[0].summary')
 [[ $resolved == *"backfilled"* ]] || fail "resolved summary: $resolved"

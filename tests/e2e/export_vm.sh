@@ -10,7 +10,7 @@
 #  b. Recording goes on with --export-vm; VictoriaMetrics is killed (SIGKILL) in the middle and
 #     restarted on the same data dir: every sample timestamp of every host is in the engine
 #     exactly once (no gap, no duplicate).
-#  c. The Rust engine tests (collector/tests/export_vm.rs: SIGKILL in the middle of a backfill
+#  c. The Rust engine tests (collector/tests/it/export_vm.rs: SIGKILL in the middle of a backfill
 #     request and right after an acknowledgement) run with NASPROBE_REQUIRE_ENGINES=1.
 #
 # Installs the Debian package victoria-metrics if missing; starts it by hand on a loopback port
@@ -203,11 +203,11 @@ say "b. ok: $out"
 
 # --- c. the Rust engine tests ---------------------------------------------------------------
 if command -v cargo >/dev/null && [[ -z ${NASPROBE_BIN_DIR:-} ]]; then
-    say "c. collector/tests/export_vm.rs (SIGKILL mid-request and after an acknowledgement)"
-    NASPROBE_REQUIRE_ENGINES=1 timeout 600 cargo test -q -p nasprobe --test export_vm \
+    say "c. collector/tests/it/export_vm.rs (SIGKILL mid-request and after an acknowledgement)"
+    NASPROBE_REQUIRE_ENGINES=1 timeout 600 cargo test -q -p nasprobe --test it export_vm:: \
         >"$TMP/cargo_test.log" 2>&1 || {
         tail -40 "$TMP/cargo_test.log"
-        fail "c: cargo test --test export_vm"
+        fail "c: cargo test --test it export_vm::"
     }
     say "c. ok: $(grep -E '^test result' "$TMP/cargo_test.log" | tail -1)"
 fi

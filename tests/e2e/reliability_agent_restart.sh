@@ -35,19 +35,8 @@ TOK="$TMP/token"
 DB="$TMP/nasprobe.db"
 PORT=$((20000 + RANDOM % 30000))
 start=$SECONDS
-AGENT_PID=""
-start_agent() {
-    "$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --interval 100 --name nas \
-        --pidfile "$TMP/agent.pid" --log-file "$TMP/agent.log" &
-    AGENT_PID=$!
-    PIDS+=($!)
-    for _ in $(seq 50); do
-        grep -q "listening on" "$TMP/agent.log" 2>/dev/null &&
-            [[ $(grep -c "listening on" "$TMP/agent.log") == "$1" ]] && return 0
-        sleep 0.1
-    done
-    fail "agent start $1 did not listen: $(tail "$TMP/agent.log")"
-}
+# The agent, started again on the same port, log and pidfile after each stop.
+start_agent() { e2e_agent "$TMP/agent.log" --interval 100 --name nas --pidfile "$TMP/agent.pid"; }
 instances() { sqlite3 "$DB" "SELECT count(*) FROM instances" 2>/dev/null || echo 0; }
 wait_instances() { # N: until the store has N instances and the newest has records
     for _ in $(seq 150); do
@@ -60,7 +49,7 @@ wait_instances() { # N: until the store has N instances and the newest has recor
     fail "the collector did not record instance $1 by itself"
 }
 
-start_agent 1
+start_agent
 "$NP" --db "$DB" --token-file "$TOK" record nas=127.0.0.1:$PORT 2>"$TMP/record.log" &
 REC=$!
 PIDS+=($REC)
@@ -71,7 +60,7 @@ kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "agent exited non-zero on SIGTERM"
 [[ ! -e $TMP/agent.pid ]] || fail "pidfile left after SIGTERM"
 sleep 1
-start_agent 2
+start_agent
 wait_instances 2
 
 say "SIGKILL the agent (stale pidfile stays), restart it 1 s later"
@@ -79,7 +68,7 @@ kill -KILL "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true
 [[ -e $TMP/agent.pid ]] || fail "no stale pidfile after SIGKILL?"
 sleep 1
-start_agent 3
+start_agent
 wait_instances 3
 sleep 2
 kill -0 $REC || fail "the collector died"

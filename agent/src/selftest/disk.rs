@@ -19,7 +19,7 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::{FileStat, Mode, fstat, fstatat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
-use super::{MAX_TEST_TIME, bounded, failed, us, wall_ms};
+use super::base::{MAX_TEST_TIME, bounded, failed, us, wall_ms};
 use crate::config::DiskScope;
 
 /// The write phase's share of the budget; the read phase gets what remains up to 50 s, the

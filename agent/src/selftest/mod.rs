@@ -16,11 +16,13 @@ use nasprobe_proto::{TestRequest, TestResult};
 
 use crate::config::{DiskScope, TestScope};
 
+mod base;
 mod disk;
 mod net;
 
-/// A test's whole budget: the "at most 60 s".
-pub(crate) const MAX_TEST_TIME: Duration = Duration::from_secs(60);
+pub(crate) use base::MAX_TEST_TIME;
+use base::failed;
+
 /// Time between the end of one test and the start of the next (one that wrote nothing, refused
 /// or failed before its first byte, does not count).
 pub(crate) const TEST_EVERY: Duration = Duration::from_secs(60);
@@ -98,20 +100,6 @@ pub(crate) fn describe(r: &TestResult) -> String {
             format!("net: {}", runs.join("; "))
         }
     }
-}
-
-fn failed(why: &str) -> TestResult {
-    TestResult::Failed(bounded(why))
-}
-
-fn bounded<const N: usize>(s: &str) -> heapless::String<N> {
-    let mut out = heapless::String::new();
-    for c in s.chars() {
-        if out.push(c).is_err() {
-            break;
-        }
-    }
-    out
 }
 
 /// The refusal of the `test net` requests of older collectors: their stream header was a
@@ -207,16 +195,6 @@ pub(crate) fn start(
     })
 }
 
-fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn us(d: Duration) -> u64 {
-    d.as_micros().min(u128::from(u64::MAX)) as u64
-}
-
 /// What makes a request impossible before it starts (said as `Refused`, and not counted as a
 /// test): a disk folder out of the owner's scope (or reached through a symlink), that does not
 /// exist, on tmpfs, or a size over 25% of its free space; a net request out of bounds or of an
@@ -237,6 +215,7 @@ pub(crate) fn precheck(req: &TestRequest, scope: &TestScope) -> Result<Option<Ow
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base::bounded;
     use nasprobe_proto::DiskTest;
 
     fn disk_req(dir: &Path, bytes: u64) -> DiskTest {

@@ -20,7 +20,7 @@ use nasprobe_proto::{
     MAX_NET_RUNS, MAX_NET_STREAMS, NetReceiveRun, NetRun, NetSendRun, TestResult,
 };
 
-use super::{MAX_TEST_TIME, failed, us, wall_ms};
+use super::base::{MAX_TEST_TIME, failed, us, wall_ms};
 
 /// What a sender writes at a time.
 const NET_CHUNK: usize = 128 << 10;

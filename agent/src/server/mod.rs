@@ -1,8 +1,9 @@
 //! The agent's server: one thread, one `poll` loop over the signal pipe, the listening socket,
 //! the kernel's process connector and the kernel log (when available), the connected collectors
 //! and the sampling deadline. This file is the loop and the sampling tick; the collectors'
-//! sessions are in `client.rs`, the rate limit of wrong proofs in `limiter.rs`, the kernel's
-//! event sources in [`crate::events`].
+//! sessions are in `client.rs` (a client) and `sessions.rs` (the server's side), the state both
+//! share in `state.rs`, the rate limit of wrong proofs in `limiter.rs`, the kernel's event sources
+//! in [`crate::events`].
 //!
 //! - Sampling runs on CLOCK_MONOTONIC deadlines (`std::time::Instant`): the next deadline is the
 //!   previous one plus the interval; missed ticks are skipped, never burst. A late wake-up is
@@ -13,19 +14,19 @@
 //!   later). Nothing a client does grows the agent's memory or delays sampling.
 //! - The conversation is the one of `docs/protocol.md`.
 
+mod base;
 mod client;
 mod limiter;
+mod sessions;
+mod state;
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use nasprobe_proto::frame::{LEN_PREFIX, MAX_FRAME_LEN};
-use nasprobe_proto::session::MAC_LEN;
 use nasprobe_proto::{
-    AgentStart, Event, ExitSeen, ExitWatch, Hello, Message, PROTOCOL_VERSION, Record, RecordBody,
-    Refused, encode_frame,
+    AgentStart, Event, ExitSeen, ExitWatch, Message, Record, RecordBody, encode_frame,
 };
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
@@ -35,11 +36,12 @@ use crate::events::connector::Connector;
 use crate::events::kmsg::{KMSG_RECORDS_PER_TICK, KMSG_RECORDS_PER_WAKE, KernelLog};
 use crate::ring::Ring;
 use crate::sampler::{Sampler, wall_ms};
+use base::{KEEPALIVE_AFTER, MAX_OUT_FRAME, refused, short_str};
 use client::Client;
 use limiter::AuthLimiter;
+use state::Limits;
+pub use state::Server;
 
-/// Send a `KeepAlive` after this long without sending anything.
-pub(crate) const KEEPALIVE_AFTER: Duration = Duration::from_secs(5);
 /// How long the agent waits at start for the kernel to acknowledge the connector subscription.
 const CONNECTOR_ACK_WAIT: Duration = Duration::from_millis(500);
 /// Connector datagrams read per wake-up of the loop (one message each): bounded work, so that a
@@ -47,85 +49,9 @@ const CONNECTOR_ACK_WAIT: Duration = Duration::from_millis(500);
 const CONNECTOR_DGRAMS_PER_WAKE: usize = 256;
 /// Connector datagrams read at a sampling tick, before the sample (the exits it reports).
 const CONNECTOR_DGRAMS_PER_TICK: usize = 8192;
-/// Largest frame the agent ever sends (prefix and MAC included).
-const MAX_OUT_FRAME: usize = LEN_PREFIX + MAX_FRAME_LEN + MAC_LEN;
-
-/// Copies as much of `s` as fits (on a char boundary) into a heapless string.
-pub(crate) fn short_str<const N: usize>(s: &str) -> heapless::String<N> {
-    let mut out = heapless::String::new();
-    for c in s.chars() {
-        if out.push(c).is_err() {
-            break;
-        }
-    }
-    out
-}
-
-fn refused(reason: &str) -> Message {
-    Message::Refused(Refused {
-        reason: short_str(reason),
-    })
-}
 
 // ---------------------------------------------------------------------------------------------
 // Server
-
-/// Timeouts and limits of the server (from the flags).
-#[derive(Debug, Clone)]
-pub(crate) struct Limits {
-    pub max_clients: usize,
-    pub handshake_timeout: Duration,
-    pub stall_timeout: Duration,
-    /// SO_SNDBUF of client sockets; 0 leaves the kernel's default.
-    pub client_sndbuf: usize,
-}
-
-impl Limits {
-    pub(crate) fn from_config(cfg: &Config) -> Limits {
-        Limits {
-            max_clients: cfg.max_clients,
-            handshake_timeout: Duration::from_millis(cfg.handshake_timeout_ms as u64),
-            stall_timeout: Duration::from_millis(cfg.stall_timeout_ms as u64),
-            client_sndbuf: cfg.client_sndbuf,
-        }
-    }
-}
-
-pub struct Server {
-    cfg: Config,
-    limits: Limits,
-    token: Vec<u8>,
-    listener: TcpListener,
-    ring: Ring,
-    sampler: Sampler,
-    clients: Vec<Option<Client>>,
-    scratch: Box<[u8]>,
-    /// The sample being built: a `Record` message allocated once.
-    sample_msg: Box<Message>,
-    limiter: AuthLimiter,
-    instance_id: u64,
-    started_ms: u64,
-    interval: Duration,
-    next_tick: Instant,
-    last_sample_at: Option<Instant>,
-    samples: u64,
-    skipped_ticks: u64,
-    ring_full: bool,
-    accept_paused_until: Option<Instant>,
-    /// The test running for a collector (`--allow-tests`), and when the last one ended.
-    test: Option<crate::selftest::Running>,
-    last_test_end: Option<Instant>,
-    /// The kernel's process connector, when it could be subscribed to.
-    connector: Option<Connector>,
-    /// Connector overruns already announced in an `ExitWatch` event.
-    overruns_sent: u32,
-    /// The connector's descriptor is polled: once it woke the loop, it waits for the next tick
-    /// (at most two reads an interval: a busy machine forks thousands of times a second, and a
-    /// wake-up per message cost ~0.5-1 ms of CPU per 100 ms sample on this one).
-    connector_armed: bool,
-    /// The kernel log, for OOM kills and kernel messages about tracked processes and NICs.
-    kmsg: Option<KernelLog>,
-}
 
 /// Why `run` returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -535,25 +461,6 @@ impl Server {
             Err(e) => log::error!("sample not recorded: {e}"),
         }
     }
-
-    /// The Hello of this instance: the host facts and inventory as the sampler read them (it
-    /// also applies and sanitizes `--name`), then what only the server knows.
-    fn hello(&self) -> Hello {
-        let (oldest_seq, newest_seq) = self.ring.seq_range();
-        let mut h = Hello {
-            agent_version: short_str(env!("CARGO_PKG_VERSION")),
-            now_ms: wall_ms(),
-            ..Hello::default()
-        };
-        self.sampler.fill_hello(&mut h);
-        h.protocol_version = PROTOCOL_VERSION;
-        h.instance_id = self.instance_id;
-        h.started_ms = self.started_ms;
-        h.interval_ms = self.cfg.interval_ms;
-        h.oldest_seq = oldest_seq;
-        h.newest_seq = newest_seq;
-        h
-    }
 }
 
 /// Pushes one encoded record frame and gives its offset to clients waiting for exactly it.
@@ -581,18 +488,5 @@ fn push_event(ring: &mut Ring, scratch: &mut [u8], clients: &mut [Option<Client>
     match encode_frame(&msg, scratch) {
         Ok(n) => push_frame(ring, &scratch[..n], clients),
         Err(e) => log::error!("event not recorded: {e}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn short_str_cuts_on_char_boundary() {
-        let s: heapless::String<4> = short_str("abcé");
-        assert_eq!(s.as_str(), "abc");
-        let s: heapless::String<5> = short_str("abcé");
-        assert_eq!(s.as_str(), "abcé");
     }
 }

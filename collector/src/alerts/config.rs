@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{parse_duration, parse_size};
+use crate::units::{parse_duration, parse_size};
 
 /// What a key's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,8 +11,10 @@ use nasprobe_analysis::exits;
 use smol::future::FutureExt as _;
 
 use super::config::AlertConfig;
+use super::deliver;
+use super::payload;
 use super::rules::{self, ExitObs, HostObs, Obs};
-use super::{deliver, payload, state};
+use super::state;
 use crate::net::conn::{Live, Status};
 use crate::store::StoreReader;
 
@@ -264,7 +266,7 @@ pub(crate) async fn run(
     live: Arc<Live>,
     feed: smol::channel::Receiver<u64>,
     stop: smol::channel::Receiver<()>,
-    shared: Arc<super::Shared>,
+    shared: Arc<super::base::Shared>,
 ) {
     let receivers = engine.cfg.receivers.clone();
     // Alertmanager forgets a firing alert not heard of for this long: twice the repeat.

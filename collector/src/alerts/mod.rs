@@ -2,16 +2,18 @@
 //! once, repeated at most every `repeat` and resolved once, to webhook, ntfy, Alertmanager or a
 //! command. [`config`]: the rules in force; `rules`: the conditions; `state`: firing,
 //! repeating, resolving, kept in the store; `payload` and `deliver`: what is sent and how;
-//! `engine`: the task; `wall`: the wall_changed rule.
+//! `engine`: the task; `wall`: the wall_changed rule; `base`: the tables, the [`Feed`] and what
+//! the task shows ([`Shared`]).
 //!
 //! The store task never waits for alerts: after each committed batch it offers a note to the
 //! alert task's bounded [`Feed`]; when that is full the alert task is behind, and the note is
 //! counted, not waited for (the next evaluation reads the store anyway).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
+pub(crate) mod base;
 pub mod config;
 pub(crate) mod deliver;
 pub(crate) mod engine;
@@ -21,73 +23,12 @@ pub(crate) mod rules;
 pub(crate) mod state;
 pub(crate) mod wall;
 
+use base::FEED_CAP;
+pub use base::{Feed, Shared};
 pub use config::{AlertArgs, AlertConfig};
 
 use crate::net::conn::Live;
 use crate::store::Store;
-
-/// The alert tables (schema 6): the alerts with their state, and the notifications to deliver
-/// per receiver (`delivered_ms` set once delivered; `given_up` after the last attempt).
-pub(crate) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS alerts(
-        id INTEGER PRIMARY KEY,
-        rule TEXT NOT NULL,
-        key TEXT NOT NULL,
-        host TEXT,
-        state TEXT NOT NULL,
-        started_ms INTEGER NOT NULL,
-        ended_ms INTEGER,
-        sent_ms INTEGER NOT NULL,
-        count INTEGER NOT NULL,
-        summary TEXT NOT NULL,
-        evidence TEXT NOT NULL,
-        last_ms INTEGER
-     );
-     CREATE INDEX IF NOT EXISTS alerts_state ON alerts(state, rule, key);
-     CREATE INDEX IF NOT EXISTS alerts_time ON alerts(started_ms);
-     CREATE TABLE IF NOT EXISTS alert_outbox(
-        id INTEGER PRIMARY KEY,
-        alert INTEGER NOT NULL,
-        receiver TEXT NOT NULL,
-        state TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        created_ms INTEGER NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        next_ms INTEGER NOT NULL,
-        delivered_ms INTEGER,
-        error TEXT,
-        given_up INTEGER NOT NULL DEFAULT 0
-     );
-     CREATE INDEX IF NOT EXISTS alert_outbox_due ON alert_outbox(receiver, delivered_ms, id);";
-
-/// Notes of committed batches waiting for the alert task: a batch commits at most every
-/// `BATCH_WAIT` (200 ms), so a full feed means the evaluation is some 10 s behind; it then
-/// reads everything new from the store at its next turn anyway.
-pub(crate) const FEED_CAP: usize = 64;
-
-/// The store task's side of the alert task's channel.
-#[derive(Debug)]
-pub struct Feed {
-    tx: smol::channel::Sender<u64>,
-    /// Notes not given because the feed was full (the alert task was behind).
-    pub behind: AtomicU64,
-}
-
-impl Feed {
-    /// `records` were committed: never blocks.
-    pub fn committed(&self, records: u64) {
-        if self.tx.try_send(records).is_err() {
-            self.behind.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// What the alert task shows to the rest of the run.
-#[derive(Debug, Default)]
-pub struct Shared {
-    /// The summaries of the firing alerts (for `watch`).
-    pub firing: Mutex<Vec<String>>,
-    pub evaluations: AtomicU64,
-}
 
 /// The running alert task.
 pub struct Alerts {

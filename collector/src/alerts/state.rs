@@ -408,7 +408,7 @@ mod tests {
     #[test]
     fn stored_state_survives_a_restart() {
         let c = Connection::open_in_memory().unwrap();
-        c.execute_batch(super::super::SCHEMA).unwrap();
+        c.execute_batch(super::super::base::SCHEMA).unwrap();
         let mut ts = step(&HashMap::new(), &[cond(true, 1)], 1000, 60_000);
         commit(&c, &mut ts, &["webhook=http://x".into()], 1000, |_, s| {
             s.into()

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use nasprobe_proto::{Event, Hello, RecordBody};
 
 use super::client::Incoming;
-use super::conn::{Live, RECENT_EVENTS};
+use super::live::{Live, RECENT_EVENTS, StoreMsg};
 use super::validate::{EVENTS_PER_INTERVAL, TimeWindow};
 use crate::store::{FloodCounts, Item};
 
@@ -175,7 +175,7 @@ pub(crate) struct Gate {
     taken: Taken,
     /// Where a flood still pending when the gate is dropped goes (a run that stops cancels the
     /// connection's task at its next await), and its instance.
-    store: Option<(smol::channel::Sender<super::conn::StoreMsg>, i64)>,
+    store: Option<(smol::channel::Sender<StoreMsg>, i64)>,
 }
 
 impl Drop for Gate {
@@ -185,7 +185,7 @@ impl Drop for Gate {
             self.flush(instance, &mut out);
             for item in out {
                 // The store task drains the channel after the agent tasks are gone.
-                if tx.try_send(super::conn::StoreMsg::Item(item)).is_err() {
+                if tx.try_send(StoreMsg::Item(item)).is_err() {
                     log::warn!("a flood gap could not be handed to the store at the stop");
                 }
             }
@@ -217,7 +217,7 @@ impl Gate {
     /// Hands a flood still pending when the gate is dropped to `tx` (as of `instance`).
     pub(crate) fn flushing_into(
         mut self,
-        tx: smol::channel::Sender<super::conn::StoreMsg>,
+        tx: smol::channel::Sender<StoreMsg>,
         instance: i64,
     ) -> Gate {
         self.store = Some((tx, instance));

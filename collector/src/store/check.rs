@@ -4,7 +4,9 @@
 use nasprobe_proto::time::now_ms;
 use nasprobe_proto::{Event, Hello, Sample};
 
-use super::{InstanceRaw, StoreError, StoreReader, decode_stored, rollup, tiers};
+use super::base::{InstanceRaw, StoreError, StoreReader, decode_stored};
+use super::rollup;
+use super::tiers;
 use crate::net::validate;
 
 /// Result of [`StoreReader::check`] for one agent instance.

@@ -8,7 +8,7 @@ use nasprobe_proto::Hello;
 use nasprobe_proto::time::now_ms;
 use rusqlite::{OptionalExtension, params};
 
-use super::{Store, StoreError, StoreReader, classify, decode_stored};
+use super::base::{Store, StoreError, StoreReader, classify, decode_stored};
 
 /// A stored record on its way to an export target: a sample or an event, body as received.
 #[derive(Debug, Clone)]

@@ -8,9 +8,10 @@ use nasprobe_analysis::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
 use nasprobe_proto::{Event, Hello, Sample};
 use rusqlite::{OptionalExtension, params};
 
+use super::base::{Gap, InstanceRaw, StoreError, StoreReader, decode_stored};
 use super::chunk::Row;
 use super::rollup::{self, Merged, Merger};
-use super::{Gap, InstanceRaw, StoreError, StoreReader, decode_stored, tiers};
+use super::tiers;
 
 /// Counts for one host over a window.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,9 +3,11 @@
 use nasprobe_proto::Event;
 use rusqlite::params;
 
+use super::base::{ChunkMeta, Store, StoreError, classify};
 use super::chunk::{self, Row};
+use super::rollup;
+use super::tiers;
 use super::write::CLOCK_TABLE;
-use super::{ChunkMeta, Store, StoreError, classify, rollup, tiers};
 
 /// How long each tier of the store is kept (`--retention`): raw samples (with the periodic
 /// connection and open-file snapshots), the 1-minute rollups (with every other event), the

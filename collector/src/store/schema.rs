@@ -6,8 +6,9 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+use super::base::{Store, StoreError, StoreReader, classify};
+use super::tiers;
 use super::write::fold_instance;
-use super::{Store, StoreError, StoreReader, classify, tiers};
 
 /// Schema migrations; version N is reached by applying the first N entries.
 const MIGRATIONS: &[&str] = &[
@@ -91,7 +92,7 @@ const MIGRATIONS: &[&str] = &[
     // chunks.
     tiers::TABLE,
     // 6: alerts and their notifications still to deliver (`crate::alerts`).
-    crate::alerts::SCHEMA,
+    crate::alerts::base::SCHEMA,
 ];
 
 /// The first schema with `sample_chunks`: below it, samples stay raw rows.

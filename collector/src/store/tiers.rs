@@ -10,8 +10,8 @@
 use nasprobe_proto::Sample;
 use rusqlite::{Connection, params};
 
+use super::base::decode_stored;
 use super::chunk::{self, ChunkError, Row};
-use super::decode_stored;
 use super::rollup::{self, HOUR_MS, MINUTE_MS, Merger};
 
 /// The table (schema 5, see `store::MIGRATIONS`).

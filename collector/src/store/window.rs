@@ -12,7 +12,8 @@ use std::time::Duration;
 use nasprobe_analysis::{Analysis, HostData, Options, verdict::PEAK_SPAN_MS};
 use nasprobe_proto::time::now_ms;
 
-use super::{StoreError, StoreReader, rollup};
+use super::base::{StoreError, StoreReader};
+use super::rollup;
 
 /// The window `[from, to]` of `--since DUR` (None: everything stored).
 pub(crate) fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {

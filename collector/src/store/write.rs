@@ -7,10 +7,11 @@ use nasprobe_proto::Hello;
 use nasprobe_proto::time::now_ms;
 use rusqlite::{CachedStatement, OptionalExtension, params};
 
-use super::chunk::{self, Row};
-use super::{
-    REASON_FLOOD, REASON_REJECTED, REASON_RESTART, REASON_RING, Store, StoreError, classify, tiers,
+use super::base::{
+    REASON_FLOOD, REASON_REJECTED, REASON_RESTART, REASON_RING, Store, StoreError, classify,
 };
+use super::chunk::{self, Row};
+use super::tiers;
 use crate::model;
 
 /// Per agent instance, its clock against the collector's as the best handshake measured it

@@ -13,7 +13,7 @@ use nasprobe_proto::handshake::{AgentAction, AgentHandshake};
 use nasprobe_proto::session::{FrameMac, MAC_LEN};
 use nasprobe_proto::*;
 
-use super::*;
+use super::samples::*;
 
 /// The history of a fake agent: records in order from some seq on.
 #[derive(Debug, Default)]

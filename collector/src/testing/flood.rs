@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use nasprobe_proto::*;
 
-use super::fake::{listen, stop_and_join, wall_ms};
-use super::*;
+use super::fake::{agent_handshake, listen, stop_and_join, wall_ms};
+use super::samples::*;
 
 /// What a [`FloodAgent`] streams after `Resume`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

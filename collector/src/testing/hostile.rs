@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use nasprobe_proto::*;
 
-use super::fake::{listen, send, stop_and_join, wall_ms};
-use super::*;
+use super::fake::{agent_handshake, listen, send, stop_and_join, wall_ms};
+use super::samples::*;
 
 /// What a [`HostileAgent`] does after a real handshake (one mode per finding of issue 19).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

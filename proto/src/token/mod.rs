@@ -25,7 +25,12 @@ pub enum TokenError {
     /// Shorter than [`MIN_TOKEN_BYTES`] once trimmed.
     TooShort(usize),
     /// A byte that is not printable ASCII (or a space inside): a binary file, not a token.
-    NotText { at: usize, byte: u8 },
+    NotText {
+        /// Offset of the byte in the file.
+        at: usize,
+        /// The byte found there.
+        byte: u8,
+    },
 }
 
 impl fmt::Display for TokenError {

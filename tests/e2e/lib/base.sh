@@ -9,6 +9,11 @@
 #   e2e_bins NAME...   fails unless each $BIN/NAME is executable
 #   e2e_tmpdir PREFIX  a fresh temp folder, on tmpfs when there is one (scenario trees rename
 #                      files every tick; on ext4 that is slow)
+#   e2e_agent LOG ARG...
+#                      starts $AGENT on 127.0.0.1:$PORT with the token file $TOK (the agent
+#                      makes it on its first start), logging to LOG, with ARG... (interval,
+#                      name, ...); sets AGENT_PID, adds it to PIDS; returns once LOG says
+#                      "listening on" once more than before (5 s), else fails with LOG's tail
 # shellcheck shell=bash
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 cd "$REPO"
@@ -50,4 +55,21 @@ e2e_tmpdir() {
     local base=/tmp
     [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
     mktemp -d "$base/nasprobe-$1.XXXXXX"
+}
+
+# How many times the agent log $1 says it listens (0 while it does not exist).
+_e2e_listens() { { cat "$1" 2>/dev/null || true; } | grep -c "listening on" || true; }
+
+e2e_agent() {
+    local log=$1 before
+    shift
+    before=$(_e2e_listens "$log")
+    "$AGENT" --listen "127.0.0.1:$PORT" --token-file "$TOK" --log-file "$log" "$@" &
+    AGENT_PID=$!
+    PIDS+=("$AGENT_PID")
+    for _ in $(seq 50); do
+        (($(_e2e_listens "$log") > before)) && return 0
+        sleep 0.1
+    done
+    fail "the agent ($*) did not listen: $(tail -5 "$log" 2>/dev/null)"
 }

@@ -4,10 +4,10 @@
 //! On a terminal: ratatui; keys `q` quit, `?` help, `v` verdict details, `e` events, `p` pause,
 //! `1`..`9` one host full width. Otherwise (or with `--plain`): one plain line per host per
 //! second and the verdict line every 10 s.
-
 //!
-//! `plain`: the plain lines (and the texts the TUI shares with them); `tui`: the ratatui
-//! view; `figures`: what a panel's lists and sparklines follow, from one sample.
+//! `plain`: the plain lines (and what the TUI shares with them: the texts, when a view stops);
+//! `tui`: the ratatui view; `figures`: what a panel's lists and sparklines follow, from one
+//! sample.
 
 mod figures;
 mod plain;
@@ -15,7 +15,7 @@ mod tui;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::context::Context;
 use crate::hosts::HostSpec;
@@ -68,8 +68,4 @@ pub fn run(
     alerts.finish();
     stored?;
     res
-}
-
-pub(super) fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
-    crate::signals::stop_requested() || duration.is_some_and(|d| start.elapsed() >= d)
 }

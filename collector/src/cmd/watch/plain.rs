@@ -1,11 +1,11 @@
 //! The plain output of `watch` (no terminal, or `--plain`): one line per host per second and
-//! the verdict every 10 s; and the texts the TUI shows too (banner, status, item, hot thread).
+//! the verdict every 10 s; and what the TUI shares: the texts (banner, status, item, hot
+//! thread) and when a view stops.
 
 use std::time::{Duration, Instant};
 
 use nasprobe_analysis::verdict::Resource;
 
-use super::stop_requested;
 use crate::live_verdict::{Banner, LiveVerdict};
 use crate::model;
 use crate::net::conn::{HostLive, Live, Status};
@@ -240,6 +240,11 @@ pub(super) fn hot_text(t: &model::HotThread) -> String {
         t.tid,
         t.core_fraction * 100.0
     )
+}
+
+/// A view's loop ends: on SIGINT/SIGTERM, or once `duration` has passed since `start`.
+pub(super) fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
+    crate::signals::stop_requested() || duration.is_some_and(|d| start.elapsed() >= d)
 }
 
 #[cfg(test)]

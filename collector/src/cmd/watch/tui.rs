@@ -13,8 +13,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::figures::{HostHistory, disk_rows, figures, nic_rows};
+use super::plain::stop_requested;
 use super::plain::{banner_lines, hot_text, item_text, status_text};
-use super::stop_requested;
 use crate::live_verdict::{Banner, LiveVerdict};
 use crate::model;
 use crate::net::conn::{HostLive, Live, Status};

@@ -16,15 +16,20 @@ use nasprobe::testing::{exit_event, nas_hello, nas_sample};
 
 /// `n` records per host, 1 s apart, ending now; every 10th an exit event.
 fn fill(db: &Path, hosts: &[&str], n: u64) {
+    fill_from(db, hosts, n, nasprobe_proto::time::now_ms() - n * 1000, 10);
+}
+
+/// [`fill`] with the first record at `start + 1 s` (ms since the epoch) and every
+/// `event_every`th an exit event.
+pub(crate) fn fill_from(db: &Path, hosts: &[&str], n: u64, start: u64, event_every: u64) {
     let mut store = Store::open(db).unwrap();
-    let start = nasprobe_proto::time::now_ms() - n * 1000;
     for (h, name) in hosts.iter().enumerate() {
         let hello = nas_hello(0x2000 + h as u64, start, 1000);
         let reg = store.register(name, "10.0.0.1:7451", &hello).unwrap();
         let items: Vec<Item> = (1..=n)
             .map(|seq| {
                 let time_ms = start + seq * 1000;
-                if seq % 10 == 0 {
+                if seq % event_every == 0 {
                     Item::Event {
                         instance: reg.instance,
                         seq,

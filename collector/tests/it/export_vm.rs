@@ -397,8 +397,8 @@ fn kill_mid_export_no_gap_no_duplicate() {
     assert!(c.values().all(|c| c.acked == n), "{c:?}");
 }
 
-/// `NASPROBE_EXPORT_BENCH=50000 cargo test --release -p nasprobe --test export_vm
-/// backfill_throughput -- --nocapture`: samples per second pushed to VictoriaMetrics.
+/// `NASPROBE_EXPORT_BENCH=50000 cargo test --release -p nasprobe --test it
+/// export_vm::backfill_throughput -- --nocapture`: samples per second pushed to VictoriaMetrics.
 #[test]
 fn backfill_throughput() {
     let Ok(n) = std::env::var("NASPROBE_EXPORT_BENCH").map(|v| v.parse::<u64>().unwrap()) else {
