@@ -81,6 +81,9 @@ pub struct Config {
     /// Send the open files of the transfer's processes (`OpenFiles`); false with
     /// `--no-open-files` (no file paths leave the agent).
     pub open_files: bool,
+    /// `--shaping`: read the NICs' traffic-control caps and send them (`Event::Shaping`).
+    /// Off by default: collectors from before issue 29 refuse that event and reconnect on it.
+    pub shaping: bool,
 }
 
 /// The port `nasprobe test net` streams arrive on, next to the agent's 7451.
@@ -140,6 +143,7 @@ impl Default for Config {
             redact: Vec::new(),
             connector: true,
             open_files: true,
+            shaping: false,
         }
     }
 }
@@ -592,6 +596,17 @@ pub(crate) const FLAGS: &[Flag] = &[
                (paths, positions, sizes: the item a copy is on)",
         set: |a, _| {
             a.cfg.open_files = false;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "shaping",
+        short: None,
+        value: "",
+        help: "read the NICs' traffic-control caps (tbf, htb, cake, hfsc) and send\n\
+               them; collectors older than this agent cannot read them [default: off]",
+        set: |a, _| {
+            a.cfg.shaping = true;
             Ok(())
         },
     },

@@ -664,6 +664,7 @@ mod decoder_errors {
             &GOLDEN_EV_WATCH[..],
             &GOLDEN_EV_KMSG[..],
             &GOLDEN_EV_CONNS[..],
+            &GOLDEN_EV_SHAPING[..],
         ] {
             for cut in 0..golden.len() {
                 assert_eq!(decode_frame(&golden[..cut], MAX_FRAME_LEN), Ok(None));
@@ -1237,3 +1238,50 @@ mod sealed {
         assert!(decode_sealed_frame(&wire, MAX_FRAME_LEN, &mut mac(Direction::ToAgent)).is_err());
     }
 }
+
+/// `Event::Shaping` (variant 10): eth0 (nic 0) under tbf at 200 Mbit/s; eth1 (nic 1) under htb
+/// with class 1:10 at 200 Mbit/s, 1:20 at 40 Gbit/s, default 1:20.
+#[test]
+fn record_shaping_event() {
+    let tbf = NicShaping {
+        nic: 0,
+        kind: ShaperKind::Tbf,
+        classes: Vec::from_slice(&[ShapedClass {
+            class: 0,
+            cap_bit_s: 200_000_000,
+        }])
+        .unwrap(),
+        more: 0,
+        default_class: None,
+    };
+    let htb = NicShaping {
+        nic: 1,
+        kind: ShaperKind::Htb,
+        classes: Vec::from_slice(&[
+            ShapedClass {
+                class: 0x0001_0010,
+                cap_bit_s: 200_000_000,
+            },
+            ShapedClass {
+                class: 0x0001_0020,
+                cap_bit_s: 40_000_000_000,
+            },
+        ])
+        .unwrap(),
+        more: 0,
+        default_class: Some(0x0001_0020),
+    };
+    test_one(
+        event_record(Event::Shaping(Shaping {
+            nics: Vec::from_slice(&[tbf, htb]).unwrap(),
+        })),
+        &GOLDEN_EV_SHAPING[..],
+    );
+    assert_eq!(ClassName(0x0001_0010).to_string(), "1:10");
+    assert_eq!(ClassName(0xFFFF_0001).to_string(), "ffff:1");
+}
+
+const GOLDEN_EV_SHAPING: [u8; 46] = [
+    42, 0, 0, 0, 2, 6, 8, 232, 7, 1, 10, 2, 0, 0, 1, 0, 128, 132, 175, 95, 0, 0, 1, 1, 2, 144, 128,
+    4, 128, 132, 175, 95, 160, 128, 4, 128, 160, 190, 129, 149, 1, 0, 1, 160, 128, 4,
+];
