@@ -81,8 +81,8 @@ pub struct Config {
     /// Send the open files of the transfer's processes (`OpenFiles`); false with
     /// `--no-open-files` (no file paths leave the agent).
     pub open_files: bool,
-    /// `--shaping`: read the NICs' traffic-control caps and send them (`Event::Shaping`).
-    /// Off by default: collectors from before issue 29 refuse that event and reconnect on it.
+    /// Read the NICs' traffic-control caps and send them (`Event::Shaping`); false with
+    /// `--no-shaping`. Collectors that do not say they decode them get a one-record `Gone`.
     pub shaping: bool,
 }
 
@@ -143,7 +143,7 @@ impl Default for Config {
             redact: Vec::new(),
             connector: true,
             open_files: true,
-            shaping: false,
+            shaping: true,
         }
     }
 }
@@ -600,13 +600,12 @@ pub(crate) const FLAGS: &[Flag] = &[
         },
     },
     Flag {
-        long: "shaping",
+        long: "no-shaping",
         short: None,
         value: "",
-        help: "read the NICs' traffic-control caps (tbf, htb, cake, hfsc) and send\n\
-               them; collectors older than this agent cannot read them [default: off]",
+        help: "do not read the NICs' traffic-control caps (tbf, htb, cake, hfsc)",
         set: |a, _| {
-            a.cfg.shaping = true;
+            a.cfg.shaping = false;
             Ok(())
         },
     },

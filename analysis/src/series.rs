@@ -87,13 +87,13 @@ pub struct Shaper {
 }
 
 /// Puts the caps of the host's last `Event::Shaping` on its NICs (by the inventory of the
-/// instance that sent it).
+/// instance that sent it; the store's loader adds the last one before the window).
 fn add_shapers(s: &mut HostSeries, host: &HostData) {
     let Some((inst, sh)) = host
         .events
         .iter()
         .rev()
-        .filter(|e| !e.is_measurement())
+        .filter(|e| e.is_shaping())
         .find_map(|e| match e.event() {
             nasprobe_proto::Event::Shaping(sh) => Some((e.instance, sh)),
             _ => None,

@@ -2,11 +2,48 @@
 //! A changed vector is a changed wire format: bump PROTOCOL_VERSION or add, never edit.
 
 use heapless::{String, Vec};
-use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame, encode_frame};
+use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame, encode_frame, frame_needs};
 use nasprobe_proto::*;
 
 fn s<const N: usize>(v: &str) -> String<N> {
     String::try_from(v).unwrap()
+}
+
+#[test]
+fn frame_needs_names_the_records_old_collectors_cannot_decode() {
+    let frame = |body| {
+        let mut buf = [0u8; 256];
+        let n = encode_frame(
+            &Message::Record(Record {
+                seq: 300,
+                time_ms: 1_764_460_800_000,
+                body,
+            }),
+            &mut buf,
+        )
+        .unwrap();
+        buf[..n].to_vec()
+    };
+    let shaping = frame(RecordBody::Event(Event::Shaping(Shaping {
+        nics: Vec::new(),
+    })));
+    assert_eq!(frame_needs(&shaping), accepts::SHAPING);
+    let exit_watch = frame(RecordBody::Event(Event::ExitWatch(ExitWatch {
+        source: ExitSeen::Kernel,
+        dropped: 0,
+    })));
+    assert_eq!(frame_needs(&exit_watch), 0);
+    assert_eq!(frame_needs(&[]), 0);
+    assert_eq!(frame_needs(&shaping[..6]), 0);
+}
+
+#[test]
+fn resume_with_is_taken_by_agents_that_say_so() {
+    assert!(takes_resume_with("0.1.0+resume-with"));
+    assert!(takes_resume_with("0.3.1+git.resume-with.x"));
+    assert!(!takes_resume_with("0.1.0"));
+    assert!(!takes_resume_with("0.1.0+resume-without"));
+    assert!(!takes_resume_with("resume-with"));
 }
 
 fn test_one(msg: Message, expected: &[u8]) {
@@ -855,7 +892,7 @@ mod handshake {
             let r = wire(&Message::Resume(resume.clone()), &mut t);
             assert_eq!(
                 agent.on_message(TOKEN, &r).unwrap(),
-                AgentAction::Resume(resume)
+                AgentAction::Resume(ResumeWith::from(&resume))
             );
             assert!(agent.is_streaming());
             let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
@@ -1029,6 +1066,14 @@ fn net_test_messages() {
     test_one(
         Message::TestReady(TestReady { port: 7452 }),
         &[4, 0, 0, 0, 2, 11, 156, 58],
+    );
+    test_one(
+        Message::ResumeWith(ResumeWith {
+            instance_id: 5,
+            after_seq: 300,
+            accepts: accepts::SHAPING,
+        }),
+        &[6, 0, 0, 0, 2, 12, 5, 172, 2, 1],
     );
     test_one(
         Message::TestResult(TestResult::Net(

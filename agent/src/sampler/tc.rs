@@ -2,9 +2,10 @@
 //! `RTM_GETQDISC` dump over rtnetlink) and, under htb or hfsc, its classes (`RTM_GETTCLASS`
 //! of that interface), turned into [`NicShaping`]: the caps a flow leaving the NIC meets.
 //! Read at the first sample, whenever the inventory grows and every [`CHECK_EVERY_SAMPLES`]
-//! samples; an [`Event::Shaping`] goes out at every check while a NIC is shaped (a report or a
-//! `test net` over any window of [`CHECK_EVERY_SAMPLES`] samples or more finds one in it) and
-//! once, empty, when the last shaper went away; never on a host that has none.
+//! samples; an [`Event::Shaping`] goes out when the caps change (the first one found; an
+//! empty one when the last shaper went away; never on a host that has none) and again every
+//! [`REPEAT_EVERY_CHECKS`] checks while a NIC is shaped, so that the ring always holds one for a
+//! collector that comes late. A report over a window takes the last one before it.
 
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -24,6 +25,9 @@ use crate::sys::netlink;
 /// build machine's two interfaces took 8.4 us (debug build, x86_64, `tc_read_cost` test), so a
 /// check every 10 samples is noise next to a sample's own cost.
 pub(crate) const CHECK_EVERY_SAMPLES: u32 = 10;
+/// Unchanged caps are sent again after this many checks (an hour at the default interval: 24
+/// events a day in the store, and the ring holds hours).
+pub(crate) const REPEAT_EVERY_CHECKS: u32 = 360;
 /// Most qdiscs and classes kept from one read: a NAS has a root qdisc per interface (32 at
 /// most, `MAX_NICS`), mq's per-queue children and DSM's classes; more is logged and cut.
 pub(crate) const MAX_TC_OBJECTS: usize = 512;
@@ -41,6 +45,8 @@ pub(crate) struct Shapers {
     sample_no: u32,
     nics_seen: usize,
     last: Option<Shaping>,
+    /// Checks since the last event sent.
+    checks_since_sent: u32,
     log: Once,
 }
 
@@ -69,12 +75,13 @@ impl Shapers {
             sample_no: 0,
             nics_seen: 0,
             last: None,
+            checks_since_sent: 0,
             log: Once::default(),
         }
     }
 
-    /// When due, reads the caps; `Some` while a NIC is shaped, and once (empty) when none is
-    /// any more.
+    /// When due, reads the caps; `Some` when they changed (once, empty, when no NIC is shaped
+    /// any more) or are due again.
     pub fn poll(&mut self, sys: &Root, nics: &[NicInfo]) -> Option<Shaping> {
         self.sample_no = self.sample_no.wrapping_add(1);
         let due = self.sample_no % CHECK_EVERY_SAMPLES == 1 || nics.len() != self.nics_seen;
@@ -83,12 +90,18 @@ impl Shapers {
         }
         self.nics_seen = nics.len();
         let now = self.read(sys, nics)?;
-        let changed = match &self.last {
-            Some(l) => *l != now || !now.nics.is_empty(),
+        self.checks_since_sent = self.checks_since_sent.saturating_add(1);
+        let send = match &self.last {
+            Some(l) => {
+                *l != now || (!now.nics.is_empty() && self.checks_since_sent >= REPEAT_EVERY_CHECKS)
+            }
             None => !now.nics.is_empty(),
         };
         self.last = Some(now.clone());
-        changed.then_some(now)
+        if send {
+            self.checks_since_sent = 0;
+        }
+        send.then_some(now)
     }
 
     /// The caps of `nics` now; None when a dump failed (nothing is concluded from half a read).

@@ -409,6 +409,7 @@ fn show(live: &Live, idx: usize, r: nasprobe_proto::Record) {
             }
             // Per-sample TCP connections are measurements, not recent events.
             RecordBody::Event(Event::Connections(_)) => {}
+            RecordBody::Event(Event::Shaping(sh)) => h.shaping = Some(sh),
             RecordBody::Event(Event::OpenFiles(f)) => {
                 if h.files.as_ref().is_none_or(|l| l.0 <= r.time_ms) {
                     h.files = Some((r.time_ms, f));
