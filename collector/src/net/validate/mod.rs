@@ -23,6 +23,8 @@
 //! Entries the agent flagged `RESET` carry unknown deltas by contract and are not checked (the
 //! analysis ignores them). The bounds are far above any real hardware:
 
+mod shaping;
+
 #[cfg(test)]
 use std::time::Duration;
 use std::time::Instant;
@@ -309,23 +311,7 @@ pub(crate) fn check_event(hello: &Hello, e: &Event) -> Result<(), String> {
             }
             Ok(())
         }
-        Event::Shaping(s) => {
-            for n in &s.nics {
-                if usize::from(n.nic) >= hello.nics.len() {
-                    return Err(format!("shaping of nic {} not in the inventory", n.nic));
-                }
-                for c in &n.classes {
-                    // A cap is at most the fastest link the collector believes in.
-                    if c.cap_bit_s == 0 || c.cap_bit_s > u64::from(MAX_LINK_MBIT) * 1_000_000 {
-                        return Err(format!(
-                            "shaping of nic {} cap {} bit/s",
-                            n.nic, c.cap_bit_s
-                        ));
-                    }
-                }
-            }
-            Ok(())
-        }
+        Event::Shaping(s) => shaping::check(hello, s),
         Event::AgentStart(a) => {
             if !HELLO_INTERVAL_MS.contains(&a.interval_ms) {
                 return Err(format!("agent start interval_ms {}", a.interval_ms));
