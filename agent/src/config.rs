@@ -81,6 +81,9 @@ pub struct Config {
     /// Send the open files of the transfer's processes (`OpenFiles`); false with
     /// `--no-open-files` (no file paths leave the agent).
     pub open_files: bool,
+    /// Read the NICs' traffic-control caps and send them (`Event::Shaping`); false with
+    /// `--no-shaping`. Collectors that do not say they decode them get a one-record `Gone`.
+    pub shaping: bool,
 }
 
 /// The port `nasprobe test net` streams arrive on, next to the agent's 7451.
@@ -140,6 +143,7 @@ impl Default for Config {
             redact: Vec::new(),
             connector: true,
             open_files: true,
+            shaping: true,
         }
     }
 }
@@ -592,6 +596,16 @@ pub(crate) const FLAGS: &[Flag] = &[
                (paths, positions, sizes: the item a copy is on)",
         set: |a, _| {
             a.cfg.open_files = false;
+            Ok(())
+        },
+    },
+    Flag {
+        long: "no-shaping",
+        short: None,
+        value: "",
+        help: "do not read the NICs' traffic-control caps (tbf, htb, cake, hfsc)",
+        set: |a, _| {
+            a.cfg.shaping = false;
             Ok(())
         },
     },

@@ -574,6 +574,24 @@ pub fn json_event(o: &mut String, e: &Event) {
                     f.procs.iter().map(|p| p.files.len()).sum::<usize>(),
                 );
         }
+        Event::Shaping(sh) => {
+            let mut caps = String::new();
+            for n in &sh.nics {
+                for c in &n.classes {
+                    caps += &format!(
+                        "{}nic {} {} {} {} bit/s",
+                        if caps.is_empty() { "" } else { ", " },
+                        n.nic,
+                        n.kind.name(),
+                        nasprobe_proto::ClassName(c.class),
+                        c.cap_bit_s
+                    );
+                }
+            }
+            j.s("event", "shaping")
+                .num("nics", sh.nics.len())
+                .s("caps", &caps);
+        }
         Event::KernelMessage(m) => {
             j.s("event", "kernel_message").num("level", m.level);
             j.opt("pid", m.pid);

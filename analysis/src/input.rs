@@ -96,12 +96,14 @@ pub struct TimedEvent {
 enum Measurement {
     Connections,
     OpenFiles,
+    Shaping,
 }
 
 fn measurement(e: &Event) -> Option<Measurement> {
     match e {
         Event::Connections(_) => Some(Measurement::Connections),
         Event::OpenFiles(_) => Some(Measurement::OpenFiles),
+        Event::Shaping(_) => Some(Measurement::Shaping),
         _ => None,
     }
 }
@@ -141,7 +143,8 @@ impl TimedEvent {
         e
     }
 
-    /// A per-sample measurement (TCP connections, open files), not an event of the report.
+    /// A measurement carried as an event (TCP connections, open files, traffic-control caps),
+    /// not an event of the report.
     pub fn is_measurement(&self) -> bool {
         self.measurement.is_some()
     }
@@ -149,6 +152,11 @@ impl TimedEvent {
     /// An `Event::Connections`, known without decoding.
     pub fn is_connections(&self) -> bool {
         self.measurement == Some(Measurement::Connections)
+    }
+
+    /// An `Event::Shaping`, known without decoding.
+    pub fn is_shaping(&self) -> bool {
+        self.measurement == Some(Measurement::Shaping)
     }
 
     /// An `Event::OpenFiles`, known without decoding.

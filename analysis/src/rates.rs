@@ -107,7 +107,7 @@ pub fn event_subject(e: &Event) -> (Option<u32>, String) {
         Event::ProcessStart(p) => (Some(p.pid), p.comm.to_string()),
         Event::ProcessExit(x) => (Some(x.process.pid), x.process.comm.to_string()),
         Event::ProcessEnd(x) => (Some(x.exit.process.pid), x.exit.process.comm.to_string()),
-        Event::ExitWatch(_) => (None, "agent".into()),
+        Event::ExitWatch(_) | Event::Shaping(_) => (None, "agent".into()),
         Event::KernelMessage(m) => (m.pid, m.nic.as_deref().unwrap_or("kernel").to_string()),
         Event::Connections(c) => (
             c.procs.first().map(|p| p.pid),
@@ -184,5 +184,6 @@ pub fn event_text(e: &Event) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Event::Shaping(s) => format!("traffic control caps {} NICs", s.nics.len()),
     }
 }

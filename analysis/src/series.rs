@@ -71,6 +71,51 @@ pub struct NicSeries {
     pub slaves: Vec<String>,
     /// The speed was given by the agent's `--link-speed`, not negotiated by the NIC.
     pub speed_configured: bool,
+    /// Its traffic-control caps, from the agent's last `Event::Shaping` of the window.
+    pub shaper: Option<Shaper>,
+}
+
+/// The egress caps a root qdisc puts on a NIC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shaper {
+    /// "tbf", "htb", "cake", "hfsc".
+    pub kind: &'static str,
+    /// (class as tc's u32 `major:minor`, 0 for the whole NIC; cap in bit/s), lowest first.
+    pub caps: Vec<(u32, u64)>,
+    /// htb: the class of unclassified traffic (0: unshaped).
+    pub default_class: Option<u32>,
+}
+
+/// Puts the caps of the host's last `Event::Shaping` on its NICs (by the inventory of the
+/// instance that sent it; the store's loader adds the last one before the window).
+fn add_shapers(s: &mut HostSeries, host: &HostData) {
+    let Some((inst, sh)) = host
+        .events
+        .iter()
+        .rev()
+        .filter(|e| e.is_shaping())
+        .find_map(|e| match e.event() {
+            nasprobe_proto::Event::Shaping(sh) => Some((e.instance, sh)),
+            _ => None,
+        })
+    else {
+        return;
+    };
+    let Some(inst) = host.instances.get(inst) else {
+        return;
+    };
+    for n in &sh.nics {
+        let Some(info) = inst.hello.nics.get(usize::from(n.nic)) else {
+            continue;
+        };
+        if let Some(ns) = s.nics.get_mut(info.name.as_str()) {
+            ns.shaper = Some(Shaper {
+                kind: n.kind.name(),
+                caps: n.classes.iter().map(|c| (c.class, c.cap_bit_s)).collect(),
+                default_class: n.default_class,
+            });
+        }
+    }
 }
 
 impl NicSeries {
@@ -203,6 +248,7 @@ pub fn build(host: &HostData) -> HostSeries {
     for m in s.mounts.values_mut() {
         m.resize(n, f64::NAN);
     }
+    add_shapers(&mut s, host);
     s
 }
 
@@ -637,6 +683,7 @@ impl<'a> Buckets<'a> {
             is_bond: x.is_bond,
             slaves: x.slaves.clone(),
             speed_configured: x.speed_configured,
+            shaper: x.shaper.clone(),
         }
     }
 

@@ -47,7 +47,8 @@ pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// The wall of a test or ladder step in words, from the `bottleneck` JSON of `report --json`
-/// ("the wall meanwhile: nic vdst on dst at 97%"); None when there is none to say.
+/// ("the wall meanwhile: nic vdst on dst at 97% — " and the verdict's sentence for that host);
+/// None when there is none to say.
 pub(crate) fn wall_sentence(w: &serde_json::Value) -> Option<String> {
     let res = w.get("resource")?.as_str()?;
     if res == nasprobe_analysis::verdict::Resource::None.as_str() {
@@ -61,8 +62,19 @@ pub(crate) fn wall_sentence(w: &serde_json::Value) -> Option<String> {
         .map(|x| format!(" {x}"))
         .unwrap_or_default();
     let u = w.get("utilization").and_then(|u| u.as_f64()).unwrap_or(0.0);
+    // The verdict's own sentence for that host says why (a shaper, a thread, a disk).
+    let prefix = format!("{host}: ");
+    let why = w
+        .get("evidence")
+        .and_then(|e| e.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str())
+        .find_map(|e| e.strip_prefix(&prefix))
+        .map(|e| format!(" — {e}"))
+        .unwrap_or_default();
     Some(format!(
-        "the wall meanwhile: {res}{what} on {host} at {:.0}%",
+        "the wall meanwhile: {res}{what} on {host} at {:.0}%{why}",
         u * 100.0
     ))
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::limits::{
     Cmdline, Comm, DevName, MAX_CONN_PROCS, MAX_FILE_PROCS, MAX_PROC_CONNS, MAX_PROC_FILES, Short,
 };
+use crate::shaping_msg::Shaping;
 
 /// Something that happened between samples.
 #[allow(clippy::large_enum_variant)] // fixed-capacity by design, see `Message`
@@ -35,6 +36,10 @@ pub enum Event {
     /// The regular files the transfer's processes have open, with their positions (sparse:
     /// only when a process has one, and at most every few seconds).
     OpenFiles(OpenFiles),
+    /// The traffic-control caps of every shaped NIC (tbf, htb, cake, hfsc), whole each time:
+    /// sent when they change and hourly while a NIC is shaped (an empty list: none now), only
+    /// to collectors that accept them (`ResumeWith`).
+    Shaping(Shaping),
 }
 
 impl Event {
@@ -42,6 +47,8 @@ impl Event {
     pub const KIND_CONNECTIONS: &'static str = "tcp_connections";
     /// [`Event::kind`] of [`Event::OpenFiles`].
     pub const KIND_OPEN_FILES: &'static str = "open_files";
+    /// [`Event::kind`] of [`Event::Shaping`].
+    pub const KIND_SHAPING: &'static str = "shaping";
 
     /// The exit of a process in either form, with its status when the event carries one.
     pub fn as_exit(&self) -> Option<(&ProcessExit, Option<&ExitStatus>)> {
@@ -57,7 +64,10 @@ impl Event {
     /// Per-sample measurements carried as events (TCP connections, open files): not listed
     /// among the events of a report.
     pub fn is_measurement(&self) -> bool {
-        matches!(self, Event::Connections(_) | Event::OpenFiles(_))
+        matches!(
+            self,
+            Event::Connections(_) | Event::OpenFiles(_) | Event::Shaping(_)
+        )
     }
 
     /// The `kind` of an event as stored, exported and reported ("process_start", ...).
@@ -72,6 +82,7 @@ impl Event {
             Event::KernelMessage(_) => "kernel_message",
             Event::Connections(_) => Event::KIND_CONNECTIONS,
             Event::OpenFiles(_) => Event::KIND_OPEN_FILES,
+            Event::Shaping(_) => Event::KIND_SHAPING,
         }
     }
 }

@@ -216,6 +216,25 @@ pub fn split_record(m: &[u8]) -> Result<RecordParts<'_>, FrameError> {
     })
 }
 
+/// The [`crate::accepts`] bits a record frame (length prefix included, as the agent's ring
+/// holds it) needs of the collector it goes to: 0 for every kind the first collectors decode,
+/// and for anything that is not a record.
+pub fn frame_needs(frame: &[u8]) -> u32 {
+    let Some(m) = frame.get(LEN_PREFIX + 1..) else {
+        return 0;
+    };
+    match split_record(m) {
+        Ok(p) if p.is_event => match postcard::take_from_bytes::<u32>(p.body) {
+            Ok((EVENT_TAG_SHAPING, _)) => crate::accepts::SHAPING,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// Postcard tag of `Event::Shaping` (its variant index).
+const EVENT_TAG_SHAPING: u32 = 10;
+
 /// Postcard tag of `Message::Record` (its variant index).
 const MESSAGE_TAG_RECORD: u32 = 6;
 

@@ -21,7 +21,7 @@ use heapless::String;
 
 use crate::auth::{agent_proof, client_proof, proofs_equal};
 use crate::session::{Direction, FrameMac};
-use crate::{Auth, AuthOk, Challenge, Hello, Message, PROTOCOL_VERSION, REASON_LEN, Resume};
+use crate::{Auth, AuthOk, Challenge, Hello, Message, PROTOCOL_VERSION, REASON_LEN, ResumeWith};
 
 /// Why a handshake failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +86,9 @@ pub enum AgentAction {
     /// The collector proved the token: send `Message::AuthOk` of this, then the agent's
     /// `Hello`.
     SendAuthOk(AuthOk),
-    /// The handshake is complete: stream from this point of the history.
-    Resume(Resume),
+    /// The handshake is complete: stream from this point of the history (a plain `Resume`
+    /// arrives as a `ResumeWith` that accepts nothing newer).
+    Resume(ResumeWith),
     /// Nothing to do (a `KeepAlive`).
     Nothing,
     /// The collector asked for a test instead of a stream: run it (or refuse), send its
@@ -168,6 +169,10 @@ impl AgentHandshake {
                 }))
             }
             (AgentState::AwaitResume, Message::Resume(r)) => {
+                self.state = AgentState::Streaming;
+                Ok(AgentAction::Resume(ResumeWith::from(r)))
+            }
+            (AgentState::AwaitResume, Message::ResumeWith(r)) => {
                 self.state = AgentState::Streaming;
                 Ok(AgentAction::Resume(r.clone()))
             }

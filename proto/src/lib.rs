@@ -22,6 +22,7 @@ pub mod limits;
 pub mod msg;
 pub mod sanitize;
 pub mod session;
+pub mod shaping_msg;
 pub mod test_msg;
 pub mod test_stream;
 pub mod time;
@@ -29,6 +30,7 @@ pub mod token;
 
 pub use frame::{FrameError, decode_frame, encode_frame};
 pub use msg::*;
+pub use shaping_msg::*;
 pub use test_msg::*;
 
 /// Version byte at the start of every frame body. Bumped on any incompatible change: 2 added

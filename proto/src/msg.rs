@@ -45,6 +45,9 @@ pub enum Message {
     /// Agent → collector, for a test with a second step (`NetReceive`): ready, listening on
     /// this port; the `TestResult` follows.
     TestReady(TestReady),
+    /// Collector → agent, instead of `Resume`, to an agent whose `Hello::agent_version` carries
+    /// [`RESUME_WITH_MARK`]: the same request, with the record kinds this collector decodes.
+    ResumeWith(ResumeWith),
 }
 
 impl Message {
@@ -63,6 +66,7 @@ impl Message {
             Message::TestRequest(_) => "TestRequest",
             Message::TestResult(_) => "TestResult",
             Message::TestReady(_) => "TestReady",
+            Message::ResumeWith(_) => "ResumeWith",
         }
     }
 }
@@ -112,6 +116,51 @@ pub struct Resume {
     /// Send records with `seq > after_seq`. Ignored when `instance_id` is not the agent's
     /// current one: then everything held is sent.
     pub after_seq: u64,
+}
+
+/// [`Message::ResumeWith`]: a [`Resume`] that says which newer record kinds the collector
+/// decodes ([`accepts`] bits). An agent sends a record of a kind the collector did not accept
+/// as a one-record `Gone` instead, so the sequence stays contiguous for old collectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeWith {
+    /// As in [`Resume`].
+    pub instance_id: u64,
+    /// As in [`Resume`].
+    pub after_seq: u64,
+    /// [`accepts`] bits; unknown bits are ignored.
+    pub accepts: u32,
+}
+
+impl From<&Resume> for ResumeWith {
+    /// A plain `Resume`: a collector that accepts none of the newer record kinds.
+    fn from(r: &Resume) -> Self {
+        ResumeWith {
+            instance_id: r.instance_id,
+            after_seq: r.after_seq,
+            accepts: 0,
+        }
+    }
+}
+
+/// The record kinds added after the first collectors, one bit each, for [`ResumeWith::accepts`].
+pub mod accepts {
+    /// `Event::Shaping` (issue 29).
+    pub const SHAPING: u32 = 1 << 0;
+    /// Every kind this build decodes.
+    pub const ALL: u32 = SHAPING;
+}
+
+/// The build-metadata word an agent puts in `Hello::agent_version` (`0.1.0+resume-with`) when it
+/// takes [`Message::ResumeWith`]: older collectors only show the version, older agents do not
+/// have the word, so a collector sends `ResumeWith` only to an agent that reads it.
+pub const RESUME_WITH_MARK: &str = "resume-with";
+
+/// Whether an agent announcing `agent_version` takes [`Message::ResumeWith`] (its semver build
+/// metadata, after `+`, has the dot-separated word [`RESUME_WITH_MARK`]).
+pub fn takes_resume_with(agent_version: &str) -> bool {
+    agent_version
+        .split_once('+')
+        .is_some_and(|(_, meta)| meta.split('.').any(|w| w == RESUME_WITH_MARK))
 }
 
 /// Records `from_seq..=to_seq` of `instance_id` are gone for good.

@@ -177,7 +177,7 @@ pub fn event(e: &mut Event) -> bool {
                 .fold(false, |any, f| fix(&mut f.path) | any);
             fix(&mut p.comm) | paths | any
         }),
-        Event::ExitWatch(_) => false,
+        Event::ExitWatch(_) | Event::Shaping(_) => false,
     }
 }
 

@@ -2,11 +2,48 @@
 //! A changed vector is a changed wire format: bump PROTOCOL_VERSION or add, never edit.
 
 use heapless::{String, Vec};
-use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame, encode_frame};
+use nasprobe_proto::frame::{MAX_FRAME_LEN, decode_frame, encode_frame, frame_needs};
 use nasprobe_proto::*;
 
 fn s<const N: usize>(v: &str) -> String<N> {
     String::try_from(v).unwrap()
+}
+
+#[test]
+fn frame_needs_names_the_records_old_collectors_cannot_decode() {
+    let frame = |body| {
+        let mut buf = [0u8; 256];
+        let n = encode_frame(
+            &Message::Record(Record {
+                seq: 300,
+                time_ms: 1_764_460_800_000,
+                body,
+            }),
+            &mut buf,
+        )
+        .unwrap();
+        buf[..n].to_vec()
+    };
+    let shaping = frame(RecordBody::Event(Event::Shaping(Shaping {
+        nics: Vec::new(),
+    })));
+    assert_eq!(frame_needs(&shaping), accepts::SHAPING);
+    let exit_watch = frame(RecordBody::Event(Event::ExitWatch(ExitWatch {
+        source: ExitSeen::Kernel,
+        dropped: 0,
+    })));
+    assert_eq!(frame_needs(&exit_watch), 0);
+    assert_eq!(frame_needs(&[]), 0);
+    assert_eq!(frame_needs(&shaping[..6]), 0);
+}
+
+#[test]
+fn resume_with_is_taken_by_agents_that_say_so() {
+    assert!(takes_resume_with("0.1.0+resume-with"));
+    assert!(takes_resume_with("0.3.1+git.resume-with.x"));
+    assert!(!takes_resume_with("0.1.0"));
+    assert!(!takes_resume_with("0.1.0+resume-without"));
+    assert!(!takes_resume_with("resume-with"));
 }
 
 fn test_one(msg: Message, expected: &[u8]) {
@@ -664,6 +701,7 @@ mod decoder_errors {
             &GOLDEN_EV_WATCH[..],
             &GOLDEN_EV_KMSG[..],
             &GOLDEN_EV_CONNS[..],
+            &GOLDEN_EV_SHAPING[..],
         ] {
             for cut in 0..golden.len() {
                 assert_eq!(decode_frame(&golden[..cut], MAX_FRAME_LEN), Ok(None));
@@ -854,7 +892,7 @@ mod handshake {
             let r = wire(&Message::Resume(resume.clone()), &mut t);
             assert_eq!(
                 agent.on_message(TOKEN, &r).unwrap(),
-                AgentAction::Resume(resume)
+                AgentAction::Resume(ResumeWith::from(&resume))
             );
             assert!(agent.is_streaming());
             let ka = Message::KeepAlive(KeepAlive { time_ms: 1 });
@@ -1028,6 +1066,14 @@ fn net_test_messages() {
     test_one(
         Message::TestReady(TestReady { port: 7452 }),
         &[4, 0, 0, 0, 2, 11, 156, 58],
+    );
+    test_one(
+        Message::ResumeWith(ResumeWith {
+            instance_id: 5,
+            after_seq: 300,
+            accepts: accepts::SHAPING,
+        }),
+        &[6, 0, 0, 0, 2, 12, 5, 172, 2, 1],
     );
     test_one(
         Message::TestResult(TestResult::Net(
@@ -1237,3 +1283,50 @@ mod sealed {
         assert!(decode_sealed_frame(&wire, MAX_FRAME_LEN, &mut mac(Direction::ToAgent)).is_err());
     }
 }
+
+/// `Event::Shaping` (variant 10): eth0 (nic 0) under tbf at 200 Mbit/s; eth1 (nic 1) under htb
+/// with class 1:10 at 200 Mbit/s, 1:20 at 40 Gbit/s, default 1:20.
+#[test]
+fn record_shaping_event() {
+    let tbf = NicShaping {
+        nic: 0,
+        kind: ShaperKind::Tbf,
+        classes: Vec::from_slice(&[ShapedClass {
+            class: 0,
+            cap_bit_s: 200_000_000,
+        }])
+        .unwrap(),
+        more: 0,
+        default_class: None,
+    };
+    let htb = NicShaping {
+        nic: 1,
+        kind: ShaperKind::Htb,
+        classes: Vec::from_slice(&[
+            ShapedClass {
+                class: 0x0001_0010,
+                cap_bit_s: 200_000_000,
+            },
+            ShapedClass {
+                class: 0x0001_0020,
+                cap_bit_s: 40_000_000_000,
+            },
+        ])
+        .unwrap(),
+        more: 0,
+        default_class: Some(0x0001_0020),
+    };
+    test_one(
+        event_record(Event::Shaping(Shaping {
+            nics: Vec::from_slice(&[tbf, htb]).unwrap(),
+        })),
+        &GOLDEN_EV_SHAPING[..],
+    );
+    assert_eq!(ClassName(0x0001_0010).to_string(), "1:10");
+    assert_eq!(ClassName(0xFFFF_0001).to_string(), "ffff:1");
+}
+
+const GOLDEN_EV_SHAPING: [u8; 46] = [
+    42, 0, 0, 0, 2, 6, 8, 232, 7, 1, 10, 2, 0, 0, 1, 0, 128, 132, 175, 95, 0, 0, 1, 1, 2, 144, 128,
+    4, 128, 132, 175, 95, 160, 128, 4, 128, 160, 190, 129, 149, 1, 0, 1, 160, 128, 4,
+];

@@ -1,4 +1,4 @@
-//! Pure parsers of /proc and /sys text: bytes in, structs out, no I/O, no allocation.
+//! Pure parsers of /proc and /sys text and netlink replies: bytes in, structs out, no I/O, no allocation.
 //!
 //! Every parser takes the whole content of one file as a byte slice and fills a fixed-size
 //! struct (or yields borrowed lines through an iterator). A field the kernel does not have is
@@ -22,6 +22,7 @@ pub mod schedstat;
 pub mod snmp;
 pub mod sock_diag;
 pub mod sysfs;
+pub mod tc;
 pub mod vmstat;
 
 use core::fmt;

@@ -21,6 +21,7 @@ mod devices;
 mod files;
 pub mod io;
 mod procs;
+mod tc;
 
 pub use delta::step;
 
@@ -88,6 +89,7 @@ pub struct Sampler {
     conns: conns::Conns,
     disks: devices::Disks,
     nics: devices::Nics,
+    shapers: tc::Shapers,
     mounts: Vec<PathBuf>,
     log_mount: Once,
     // self
@@ -135,6 +137,7 @@ impl Sampler {
             conns: conns::Conns::new(cfg.open_files),
             disks: devices::Disks::new(cfg.partitions),
             nics: devices::Nics::new(&cfg.link_speeds),
+            shapers: tc::Shapers::new(cfg.shaping && proc.real && sys.real),
             mounts: cfg.mounts.iter().take(MAX_MOUNTS).cloned().collect(),
             log_mount: Once::default(),
             last_mono_us: 0,
@@ -301,6 +304,9 @@ impl Sampler {
         let target = if priming { None } else { Some(&mut *out) };
         self.nics
             .sample(&self.proc, &self.sys, &mut self.buf, !priming, target, emit);
+        if !priming && let Some(sh) = self.shapers.poll(&self.sys, &self.nics.info) {
+            emit(Event::Shaping(sh));
+        }
         self.procs
             .sample(&self.proc, &mut self.buf, priming, out, emit);
         if !priming && self.conns.due(&self.proc) {

@@ -6,14 +6,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use nasprobe_proto::frame::{MAX_CLIENT_FRAME_LEN, decode_frame, decode_sealed_frame};
-use nasprobe_proto::handshake::{AgentAction, AgentHandshake, HandshakeError};
+use nasprobe_proto::handshake::{AgentAction, HandshakeError};
 use nasprobe_proto::{FrameError, Gone, KeepAlive, Message, encode_frame, version_advice};
 use nix::poll::PollFlags;
 
 use super::base::{KEEPALIVE_AFTER, refused};
-use super::client::{
-    CLIENT_FRAMES_PER_S, Client, FRAMES_PER_ROUND, IN_CAP, OUT_CAP, TESTING_DEADLINE,
-};
+use super::client::{CLIENT_FRAMES_PER_S, Client, FRAMES_PER_ROUND, IN_CAP, TESTING_DEADLINE};
 use super::limiter::{AUTH_DELAY_FIRST, AUTH_DELAY_MAX, AUTH_FAIL_LIMIT, AUTH_FAIL_WINDOW};
 use super::state::Server;
 use crate::sampler::wall_ms;
@@ -88,27 +86,13 @@ impl Server {
                 log::error!("client {peer}: closed: /dev/urandom: {e}");
                 continue;
             }
-            let mut c = Client {
+            let mut c = Client::new(
                 stream,
                 peer,
-                hs: AgentHandshake::new(nonce),
-                deadline: now + self.limits.handshake_timeout,
-                inbuf: [0u8; IN_CAP],
-                in_len: 0,
-                out: Vec::with_capacity(OUT_CAP),
-                tx_mac: None,
-                rx_mac: None,
-                out_pos: 0,
-                next_seq: 0,
-                next_off: None,
-                last_send: now,
-                last_progress: now,
-                records_sent: 0,
-                frames: 0,
-                frames_since: now,
-                more: false,
-                refusing: false,
-            };
+                nonce,
+                now + self.limits.handshake_timeout,
+                now,
+            );
             log::debug!("client {peer}: connected");
             let challenge = c.hs.challenge();
             let r = c
@@ -327,6 +311,8 @@ impl Server {
         };
         c.next_seq = start;
         c.next_off = ring.find(start);
+        c.accepts = r.accepts;
+        c.instance_id = self.instance_id;
         log::info!(
             "client {}: authenticated; resuming at {start} (instance {}, ring {}..{})",
             c.peer,

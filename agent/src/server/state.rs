@@ -78,7 +78,7 @@ impl Server {
     pub(super) fn hello(&self) -> Hello {
         let (oldest_seq, newest_seq) = self.ring.seq_range();
         let mut h = Hello {
-            agent_version: short_str(env!("CARGO_PKG_VERSION")),
+            agent_version: hello_version(),
             now_ms: wall_ms(),
             ..Hello::default()
         };
@@ -91,4 +91,16 @@ impl Server {
         h.newest_seq = newest_seq;
         h
     }
+}
+
+/// This build's version as the Hello says it: with the build-metadata word that tells a
+/// collector this agent takes `ResumeWith` (`0.1.0+resume-with`).
+fn hello_version() -> nasprobe_proto::Short {
+    let mut v: nasprobe_proto::Short = short_str(env!("CARGO_PKG_VERSION"));
+    let ok = v.push('+').is_ok() && v.push_str(nasprobe_proto::RESUME_WITH_MARK).is_ok();
+    debug_assert!(
+        ok,
+        "a version of a few characters and the mark fit SHORT_LEN"
+    );
+    v
 }

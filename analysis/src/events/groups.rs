@@ -83,7 +83,8 @@ pub(crate) fn group_key(e: &Event) -> GroupKey {
         Event::AgentStart(_)
         | Event::ExitWatch(_)
         | Event::Connections(_)
-        | Event::OpenFiles(_) => (None, None, None),
+        | Event::OpenFiles(_)
+        | Event::Shaping(_) => (None, None, None),
     };
     (e.kind(), process, device, ended)
 }

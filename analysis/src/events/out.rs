@@ -52,7 +52,8 @@ pub(crate) fn event_out(
         Event::ProcessExit(_)
         | Event::ProcessEnd(_)
         | Event::Connections(_)
-        | Event::OpenFiles(_) => {}
+        | Event::OpenFiles(_)
+        | Event::Shaping(_) => {}
         Event::KernelMessage(m) => {
             o.pid = m.pid;
             o.device = m.nic.as_deref().map(str::to_string);

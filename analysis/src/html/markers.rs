@@ -41,6 +41,7 @@ pub(crate) fn event_class(e: &Event) -> &'static str {
         Event::ExitWatch(_) => "ev-agent",
         Event::KernelMessage(_) => "ev-link",
         Event::Connections(_) | Event::OpenFiles(_) => "ev-conn",
+        Event::Shaping(_) => "ev-link",
     }
 }
 
@@ -88,6 +89,7 @@ pub fn describe(time_ms: u64, e: &Event, cpu_s: f64) -> String {
         Event::KernelMessage(m) => format!("{at} kernel: {}", m.text.as_str()),
         Event::Connections(c) => format!("{at} TCP connections of {} processes", c.procs.len()),
         Event::OpenFiles(o) => format!("{at} open files of {} processes", o.procs.len()),
+        Event::Shaping(s) => format!("{at} traffic control caps {} NICs", s.nics.len()),
         Event::ExitWatch(w) => format!(
             "{at} agent finds exits by {}{}",
             match w.source {

@@ -238,6 +238,9 @@ fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
     }
     let (name, util, rate, speed) = nic_best?;
     let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
+    if !configured && let Some(c) = shaped_candidate(s, &name, idx, speed) {
+        return Some(c);
+    }
     let util = util.max(0.0);
     let over_link = util > NIC_OVER_LINK;
     let slow_link = speed > 0.0 && speed * 8.0 / 1e6 < 1000.0;
@@ -295,6 +298,70 @@ fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
     })
 }
 
+/// The NIC `name` against its traffic-control cap, when a root qdisc caps it below the link
+/// (`--link-speed` overrides it: the caller asks only without). With several classes the cap
+/// the sending rate is nearest is the one the flow rides.
+fn shaped_candidate(s: &HostSeries, name: &str, idx: &[usize], speed: f64) -> Option<Candidate> {
+    let n = s.nics.get(name)?;
+    let sh = n.shaper.as_ref()?;
+    let tx = median(&pick(&n.tx_bps, idx)).unwrap_or(0.0);
+    let near = |cap: u64| (cap as f64 / 8.0 / tx.max(1.0)).ln().abs();
+    let &(class, cap_bit) = sh
+        .caps
+        .iter()
+        .min_by(|a, b| near(a.1).total_cmp(&near(b.1)))?;
+    let cap = cap_bit as f64 / 8.0;
+    if cap <= 0.0 || (speed > 0.0 && cap >= speed) {
+        return None;
+    }
+    let util = tx / cap;
+    let link = if speed > 0.0 {
+        format!("the link is {} Mb/s", (speed * 8.0 / 1e6).round())
+    } else {
+        "the link speed is unknown".to_string()
+    };
+    let mbit = |b: u64| format!("{} Mbit/s", (b as f64 / 1e6).round());
+    let what = if sh.caps.len() == 1 && class == 0 {
+        format!("caps egress at {} ({})", mbit(cap_bit), sh.kind)
+    } else if sh.caps.len() == 1 {
+        format!(
+            "caps egress at {} ({} class {})",
+            mbit(cap_bit),
+            sh.kind,
+            nasprobe_proto::ClassName(class)
+        )
+    } else {
+        let (lo, hi) = (sh.caps[0].1, sh.caps[sh.caps.len() - 1].1);
+        format!(
+            "shapes egress with caps {}..{} ({}); the flow rides near class {} at {}",
+            mbit(lo),
+            mbit(hi),
+            sh.kind,
+            nasprobe_proto::ClassName(class),
+            mbit(cap_bit)
+        )
+    };
+    Some(Candidate {
+        host: s.name.clone(),
+        resource: Resource::Nic,
+        device: Some(name.to_string()),
+        process: None,
+        thread: None,
+        utilization: round2(util),
+        score: util / NIC_PRACTICAL,
+        wall: util >= NIC_WALL,
+        lone: false,
+        sentence: format!(
+            "{h}: traffic control on {name} {what}; {link}: sending {:.1} MB/s, {} of the cap — \
+             such rules come from Synology DSM's Traffic Control, QNAP's QoS or a `tc` line \
+             (`tc qdisc show dev {name}`)",
+            tx / MB,
+            pct(util),
+            h = s.name
+        ),
+    })
+}
+
 /// Memory: swapping or reclaim stalls that stall the work.
 fn memory_candidate(s: &HostSeries, idx: &[usize]) -> Candidate {
     let h = &s.name;
@@ -347,5 +414,81 @@ fn memory_candidate(s: &HostSeries, idx: &[usize]) -> Candidate {
             majflt,
             stalls
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::Shaper;
+
+    /// nas's eth0: a 1000 Mb/s link sending 23.8 MB/s (190 Mbit/s) for 10 points.
+    fn host(shaper: Option<Shaper>, configured: bool) -> HostSeries {
+        let mut s = HostSeries {
+            name: "nas".into(),
+            ..Default::default()
+        };
+        s.nics.insert(
+            "eth0".into(),
+            NicSeries {
+                rx_bps: vec![0.2e6; 10],
+                tx_bps: vec![23.8e6; 10],
+                speed_bps: vec![125e6; 10],
+                full_duplex: vec![true; 10],
+                up: vec![true; 10],
+                speed_configured: configured,
+                shaper,
+                ..Default::default()
+            },
+        );
+        s
+    }
+
+    fn tbf() -> Option<Shaper> {
+        Some(Shaper {
+            kind: "tbf",
+            caps: vec![(0, 200_000_000)],
+            default_class: None,
+        })
+    }
+
+    #[test]
+    fn a_tbf_cap_is_the_ceiling() {
+        let idx: Vec<usize> = (0..10).collect();
+        let c = nic_candidate(&host(tbf(), false), &idx).unwrap();
+        assert!(c.wall, "{}", c.sentence);
+        assert!(
+            c.sentence.contains(
+                "traffic control on eth0 caps egress at 200 Mbit/s (tbf); the link is 1000 Mb/s"
+            ),
+            "{}",
+            c.sentence
+        );
+        assert!(c.sentence.contains("DSM"));
+        // Unshaped, the same flow is 19% of the link: no wall.
+        let c = nic_candidate(&host(None, false), &idx).unwrap();
+        assert!(!c.wall && !c.sentence.contains("traffic control"));
+        // --link-speed overrides the shaper.
+        let c = nic_candidate(&host(tbf(), true), &idx).unwrap();
+        assert!(!c.sentence.contains("traffic control"), "{}", c.sentence);
+    }
+
+    #[test]
+    fn htb_classes_name_the_one_the_flow_rides() {
+        let idx: Vec<usize> = (0..10).collect();
+        let sh = Shaper {
+            kind: "htb",
+            caps: vec![(0x0001_0010, 200_000_000), (0x0001_0020, 900_000_000)],
+            default_class: Some(0x0001_0020),
+        };
+        let c = nic_candidate(&host(Some(sh), false), &idx).unwrap();
+        assert!(c.wall, "{}", c.sentence);
+        assert!(
+            c.sentence.contains(
+                "shapes egress with caps 200 Mbit/s..900 Mbit/s (htb); the flow rides near class 1:10 at 200 Mbit/s"
+            ),
+            "{}",
+            c.sentence
+        );
     }
 }

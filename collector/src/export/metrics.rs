@@ -540,7 +540,8 @@ pub(crate) fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
         Event::ProcessExit(_)
         | Event::ProcessEnd(_)
         | Event::Connections(_)
-        | Event::OpenFiles(_) => {}
+        | Event::OpenFiles(_)
+        | Event::Shaping(_) => {}
         Event::LinkChange(l) => {
             let l = [("host", host), ("kind", kind), ("device", l.nic.as_str())];
             put(sink, EVENT, &l, 1.0, ts);

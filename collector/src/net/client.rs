@@ -14,7 +14,7 @@ use nasprobe_proto::frame::{
 };
 use nasprobe_proto::handshake::{ClientAction, ClientHandshake, HandshakeError};
 use nasprobe_proto::session::{FrameMac, MAC_LEN};
-use nasprobe_proto::{FrameError, Gone, Hello, KeepAlive, Message, Record, Resume};
+use nasprobe_proto::{FrameError, Gone, Hello, KeepAlive, Message, Record, Resume, ResumeWith};
 use smol::future::FutureExt as _;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::net::TcpStream;
@@ -335,11 +335,21 @@ impl Session {
         } else {
             1
         };
-        self.send(&Message::Resume(Resume {
-            instance_id,
-            after_seq,
-        }))
-        .await
+        // An agent that says it takes ResumeWith is told which newer records this collector
+        // decodes; to the others the plain Resume they know.
+        let msg = if nasprobe_proto::takes_resume_with(&self.hello.agent_version) {
+            Message::ResumeWith(ResumeWith {
+                instance_id,
+                after_seq,
+                accepts: nasprobe_proto::accepts::ALL,
+            })
+        } else {
+            Message::Resume(Resume {
+                instance_id,
+                after_seq,
+            })
+        };
+        self.send(&msg).await
     }
 
     /// The next item of the stream, checked: records contiguous, `Gone` where it belongs.

@@ -39,6 +39,8 @@ pub struct HostLive {
     pub events: VecDeque<(u64, Event)>,
     /// Newest open files of the transfer's processes: (time_ms, event).
     pub files: Option<(u64, nasprobe_proto::OpenFiles)>,
+    /// Newest traffic-control caps of its NICs (`Event::Shaping`; empty: none shaped).
+    pub shaping: Option<nasprobe_proto::Shaping>,
     /// Records received on this run.
     pub received: u64,
     /// The newest gap text (`Gone` or agent restart), if any on this run.
@@ -128,6 +130,7 @@ impl Live {
                         last: None,
                         events: VecDeque::new(),
                         files: None,
+                        shaping: None,
                         received: 0,
                         gap: None,
                         bad: None,

@@ -302,6 +302,9 @@ impl StoreReader {
             };
             let mut any = self.window_samples(&at, resolution_ms, w)?;
             any |= self.window_events(&at, w)?;
+            if any {
+                w.events.extend(self.shaping_before(&at)?);
+            }
             if any || host_gaps.iter().any(|g| g.instance_id == raw.instance_id) {
                 window_instance(&at, &raw, clocks.get(&raw.row).copied(), w);
             }
@@ -385,6 +388,33 @@ impl StoreReader {
             })?;
         }
         Ok(any)
+    }
+
+    /// The last traffic-control caps the instance sent before the window: they hold until its
+    /// next `Shaping`, which may be an hour later.
+    fn shaping_before(&self, at: &Among<'_>) -> Result<Option<TimedEvent>, StoreError> {
+        let e = |e| self.err(e);
+        let Some(from) = at.from_ms.filter(|&f| f > 0) else {
+            return Ok(None);
+        };
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE kind = ?1 AND time_ms < ?2 AND instance = ?3 ORDER BY time_ms DESC LIMIT 1",
+            )
+            .map_err(e)?
+            .query_row(params![Event::KIND_SHAPING, from as i64, at.row], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .optional()
+            .map_err(e)?;
+        Ok(row.and_then(|(seq, time_ms, body)| {
+            TimedEvent::from_body(time_ms as u64, at.idx, seq as u64, body)
+        }))
     }
 
     /// The events of one instance in the window into `w` (a body that does not decode: a gap

@@ -212,7 +212,7 @@ pub fn agent_handshake(
     token: &[u8],
     hello: &Hello,
     agent_nonce: [u8; 32],
-) -> std::io::Result<Option<(Resume, AgentSeal)>> {
+) -> std::io::Result<Option<(nasprobe_proto::ResumeWith, AgentSeal)>> {
     let mut hs = AgentHandshake::new(agent_nonce);
     let mut seal: Option<AgentSeal> = None;
     send(c, &hs.challenge(), None)?;

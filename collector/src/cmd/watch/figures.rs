@@ -83,6 +83,29 @@ pub(super) struct NicRow {
     pub(super) carries_flow: bool,
 }
 
+/// The traffic-control cap of NIC `name` as the views show it beside the link speed ("tc cap
+/// 200 Mbit/s (tbf)", "tc caps 200..900 Mbit/s (htb)"); None when it is not shaped.
+pub(super) fn cap_text(
+    hello: &Hello,
+    shaping: Option<&nasprobe_proto::Shaping>,
+    name: &str,
+) -> Option<String> {
+    let n = shaping?.nics.iter().find(|n| {
+        hello
+            .nics
+            .get(usize::from(n.nic))
+            .is_some_and(|i| i.name == name)
+    })?;
+    let mbit = |c: &nasprobe_proto::ShapedClass| c.cap_bit_s.div_ceil(1_000_000);
+    let lo = n.classes.iter().map(mbit).min()?;
+    let hi = n.classes.iter().map(mbit).max()?;
+    Some(if lo == hi {
+        format!("tc cap {lo} Mbit/s ({})", n.kind.name())
+    } else {
+        format!("tc caps {lo}..{hi} Mbit/s ({})", n.kind.name())
+    })
+}
+
 /// Traffic below this is no flow (keep-alives, ARP).
 const FLOW_MIN_MB_S: f64 = 0.1;
 
@@ -184,4 +207,67 @@ pub(super) fn disk_rows(hello: &Hello, smp: &nasprobe_proto::Sample) -> Vec<mode
         .collect();
     rows.sort_by(|a, b| b.figures.util.total_cmp(&a.figures.util));
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nasprobe_proto::{NicInfo, NicShaping, ShapedClass, ShaperKind, Shaping};
+
+    fn hello() -> Hello {
+        let mut h = Hello::default();
+        for name in ["eth0", "eth1"] {
+            h.nics
+                .push(NicInfo {
+                    name: name.try_into().unwrap(),
+                    mtu: 1500,
+                    is_bond: false,
+                    slaves: Default::default(),
+                    speed_override_mbit: None,
+                    mac: Default::default(),
+                })
+                .unwrap();
+        }
+        h
+    }
+
+    fn shaping(kind: ShaperKind, caps: &[u64]) -> Shaping {
+        let mut n = NicShaping {
+            nic: 1,
+            kind,
+            classes: Default::default(),
+            more: 0,
+            default_class: None,
+        };
+        for (i, &c) in caps.iter().enumerate() {
+            n.classes
+                .push(ShapedClass {
+                    class: 0x0001_0010 + i as u32,
+                    cap_bit_s: c,
+                })
+                .unwrap();
+        }
+        let mut s = Shaping {
+            nics: Default::default(),
+        };
+        s.nics.push(n).unwrap();
+        s
+    }
+
+    #[test]
+    fn the_cap_is_shown_on_the_shaped_nic_only() {
+        let h = hello();
+        let tbf = shaping(ShaperKind::Tbf, &[200_000_000]);
+        assert_eq!(
+            cap_text(&h, Some(&tbf), "eth1").as_deref(),
+            Some("tc cap 200 Mbit/s (tbf)")
+        );
+        assert_eq!(cap_text(&h, Some(&tbf), "eth0"), None);
+        assert_eq!(cap_text(&h, None, "eth1"), None);
+        let htb = shaping(ShaperKind::Htb, &[900_000_000, 200_000_000]);
+        assert_eq!(
+            cap_text(&h, Some(&htb), "eth1").as_deref(),
+            Some("tc caps 200..900 Mbit/s (htb)")
+        );
+    }
 }

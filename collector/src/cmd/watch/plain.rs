@@ -185,6 +185,9 @@ fn plain_line_raw(h: &HostLive) -> String {
                 n.speed_mbit
             ))
         );
+        if let Some(cap) = super::figures::cap_text(hello, h.shaping.as_ref(), &n.name) {
+            s += &format!(" {cap}");
+        }
     }
     if let Some(m) = model::mem_rate(smp) {
         s += &format!(

@@ -12,7 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::figures::{HostHistory, disk_rows, figures, nic_rows};
+use super::figures::{HostHistory, cap_text, disk_rows, figures, nic_rows};
 use super::plain::stop_requested;
 use super::plain::{banner_lines, hot_text, item_text, status_text};
 use crate::live_verdict::{Banner, LiveVerdict};
@@ -360,7 +360,7 @@ fn draw_host(
         if let Some(hist) = hist {
             spark_lines(&mut lines, hist, width);
         }
-        body_lines(&mut lines, hello, smp, width, compact);
+        body_lines(&mut lines, hello, smp, h.shaping.as_ref(), width, compact);
     } else {
         lines.push(Line::from("waiting for the first sample..."));
     }
@@ -428,6 +428,7 @@ fn body_lines(
     lines: &mut Vec<Line<'static>>,
     hello: &Hello,
     smp: &nasprobe_proto::Sample,
+    shaping: Option<&nasprobe_proto::Shaping>,
     width: usize,
     compact: bool,
 ) {
@@ -526,6 +527,10 @@ fn body_lines(
             (None, None) if !n.seen => "idle".into(),
             (None, None) if n.up => "speed ?".into(),
             (None, None) => "down".into(),
+        };
+        let link = match cap_text(hello, shaping, &n.name) {
+            Some(cap) => format!("{link} · {cap}"),
+            None => link,
         };
         lines.push(Line::from(vec![
             Span::raw(format!("{name:<7} {:>5.1}/{:<5.1} ", n.rx, n.tx)),

@@ -23,6 +23,8 @@
 //! Entries the agent flagged `RESET` carry unknown deltas by contract and are not checked (the
 //! analysis ignores them). The bounds are far above any real hardware:
 
+mod shaping;
+
 #[cfg(test)]
 use std::time::Duration;
 use std::time::Instant;
@@ -309,6 +311,7 @@ pub(crate) fn check_event(hello: &Hello, e: &Event) -> Result<(), String> {
             }
             Ok(())
         }
+        Event::Shaping(s) => shaping::check(hello, s, MAX_LINK_MBIT),
         Event::AgentStart(a) => {
             if !HELLO_INTERVAL_MS.contains(&a.interval_ms) {
                 return Err(format!("agent start interval_ms {}", a.interval_ms));
