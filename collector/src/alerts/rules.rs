@@ -17,6 +17,10 @@ pub(crate) struct HostObs {
     pub last_sample_ms: Option<u64>,
     /// The connection's last error while it is not connected.
     pub error: Option<String>,
+    /// What the collector refused from this host on this run (only ever grows).
+    pub refused: super::integrity::Refused,
+    /// What its agent sent last that the collector found invalid, if anything on this run.
+    pub bad: Option<String>,
 }
 
 /// A process that ended, as the report lists it.
@@ -84,11 +88,11 @@ pub(crate) struct Cond {
     pub last_ms: Option<u64>,
 }
 
-fn mins(ms: u64) -> String {
+pub(crate) fn mins(ms: u64) -> String {
     nasprobe_analysis::time::dur(ms as f64 / 1000.0)
 }
 
-fn clock(ms: u64) -> String {
+pub(crate) fn clock(ms: u64) -> String {
     nasprobe_analysis::time::rfc3339(ms)
         .get(11..19)
         .unwrap_or("")
@@ -561,6 +565,7 @@ mod tests {
                 connected,
                 last_sample_ms: Some(last),
                 error: (!connected).then(|| "connection refused".into()),
+                ..Default::default()
             }],
             ..Default::default()
         }
