@@ -24,35 +24,15 @@ fail() {
     exit 1
 }
 for c in python3 jq; do command -v $c >/dev/null || fail "$c missing (scripts/setup installs it)"; done
-e2e_build release nasprobe nasprobe-agent
-e2e_bins nasprobe nasprobe-agent
-NP="$BIN/nasprobe"
-AGENT="$BIN/nasprobe-agent"
-TMP="$(mktemp -d /tmp/nasprobe-alerts-integrity.XXXXXX)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=tests/e2e/lib/alerts.sh
+source "$REPO/tests/e2e/lib/alerts.sh"
 PA=$(free_port)
 PR=$(free_port)
 HPORT=$(free_port)
-TOK="$TMP/token"
 DB="$TMP/nasprobe.db"
 HOOK="$TMP/hook.jsonl"
-start=$SECONDS
 
-"$AGENT" --listen "127.0.0.1:$PA" --token-file "$TOK" --interval 200 --name nas \
-    --log-file "$TMP/agent.log" &
-PIDS+=($!)
-for _ in $(seq 100); do
-    [[ -s $TOK ]] && grep -q "listening on" "$TMP/agent.log" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q "listening on" "$TMP/agent.log" || fail "the agent did not start"
+alerts_agent "$PA"
 python3 "$REPO/tests/e2e/lib/mitm_relay.py" "$PR" "$PA" "$TMP/relay.log" flip &
 PIDS+=($!)
 python3 "$REPO/tests/e2e/lib/alert_receiver.py" "$HPORT" "$HOOK" &
@@ -90,5 +70,5 @@ jq -e '([.refusals[] | select(.host == "nas" and (.reason | contains("failed aut
     "$TMP/report.json" >/dev/null ||
     fail "report --json: refusals $(jq -c .refusals "$TMP/report.json") alerts $(jq -c .alerts "$TMP/report.json")"
 fired_ms=$(jq -s -r '(.[0].started_at | fromdateiso8601) as $a | (.[1].ended_at | fromdateiso8601) - $a' "$HOOK")
-say "FIGURES alerts_integrity: tamperings=1 alerts=1 deliveries=2 outage_s=$fired_ms (integrity.quiet=6s) took_s=$((SECONDS - start))"
+say "FIGURES alerts_integrity: tamperings=1 alerts=1 deliveries=2 outage_s=$fired_ms (integrity.quiet=6s) took_s=$((SECONDS - START))"
 echo "$T: 1 passed, 0 failed"

@@ -220,7 +220,6 @@ impl Integrity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alerts::config::AlertArgs;
     use crate::alerts::rules::HostObs;
 
     fn at(ms: u64, refused: Refused) -> Obs {
@@ -239,14 +238,7 @@ mod tests {
 
     #[test]
     fn one_alert_per_outage_counted_and_resolved_after_the_quiet() {
-        let c = AlertConfig::resolve(
-            &AlertArgs {
-                alert: vec!["integrity.quiet=10s".into()],
-                ..Default::default()
-            },
-            None,
-        )
-        .unwrap();
+        let c = crate::alerts::rules::tests::cfg(&["integrity.quiet=10s"]);
         let mut r = Integrity::default();
         assert!(r.eval(&c, &at(0, Refused::default())).is_empty());
         let mac = Refused {

@@ -541,11 +541,12 @@ fn eta(s: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::alerts::config::AlertArgs;
 
-    fn cfg(a: &[&str]) -> AlertConfig {
+    /// The rules in force with `a` set (and `--watch-process worker`).
+    pub(crate) fn cfg(a: &[&str]) -> AlertConfig {
         AlertConfig::resolve(
             &AlertArgs {
                 alert: a.iter().map(|s| s.to_string()).collect(),
