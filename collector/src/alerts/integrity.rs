@@ -174,8 +174,8 @@ impl Integrity {
                 evidence.push(format!("last: {b}"));
             }
             evidence.push(
-                "nothing refused was stored as data; each refusal is a stored row (`report`: \
-                 Refused)"
+                "nothing refused was stored as data; `nasprobe report` lists each refusal under \
+                 \"Refused by the collector\" (refusals[] in --json)"
                     .into(),
             );
             let mut what = g.counts.short();
