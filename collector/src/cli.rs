@@ -230,7 +230,7 @@ pub struct AlertFlags {
     /// host_lost.for=2m, repeat=1h (repeatable; `nasprobe alerts --list` shows them all)
     #[arg(long = "alert", value_name = "RULE.KEY=VALUE")]
     pub alert: Vec<String>,
-    /// Turn a rule off (host_lost, stall, death; repeatable)
+    /// Turn a rule off (host_lost, stall, death, full, integrity; repeatable)
     #[arg(long = "no-alert", value_name = "RULE")]
     pub no_alert: Vec<String>,
     /// Send alerts to KIND=TARGET: webhook=URL, ntfy=URL, alertmanager=URL, exec=CMD

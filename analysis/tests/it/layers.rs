@@ -43,9 +43,15 @@ fn path_at(line: &str, i: usize) -> Vec<&str> {
 
 /// The modules `m` (source `text`) refers to, among `modules`.
 fn uses(m: &str, text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let body = text
-        .find("#[cfg(test)]\nmod tests")
-        .map_or(text, |i| &text[..i]);
+    // The test module, private or shared with sibling tests (`pub(crate) mod tests`).
+    let body = [
+        "#[cfg(test)]\nmod tests",
+        "#[cfg(test)]\npub(crate) mod tests",
+    ]
+    .iter()
+    .filter_map(|m| text.find(m))
+    .min()
+    .map_or(text, |i| &text[..i]);
     let own: Vec<&str> = m.split("::").collect();
     let mut out = BTreeSet::new();
     let mut resolve = |full: Vec<&str>| {

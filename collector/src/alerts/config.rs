@@ -27,7 +27,14 @@ pub(crate) struct KeyDef {
 }
 
 /// The rules this build evaluates, in the order they are listed.
-pub(crate) const RULES: &[&str] = &["host_lost", "stall", "death", "full", "wall_changed"];
+pub(crate) const RULES: &[&str] = &[
+    "host_lost",
+    "stall",
+    "death",
+    "full",
+    "wall_changed",
+    "integrity",
+];
 
 /// Rules off unless turned on (`--alert RULE=on`).
 pub(crate) const OFF_BY_DEFAULT: &[&str] = &["wall_changed"];
@@ -105,6 +112,15 @@ pub(crate) const KEYS: &[KeyDef] = &[
         kind: Kind::Duration,
         default: "5m",
         help: "the verdict's wall moved to another host or resource and stayed there this long",
+    },
+    KeyDef {
+        rule: "integrity",
+        key: "quiet",
+        kind: Kind::Duration,
+        default: "10m",
+        help: "the collector refused frames or records of a host (a wrong MAC, the host marked \
+               bad, records rejected or over the caps): one alert per outage, resolved once \
+               none came for this long",
     },
 ];
 

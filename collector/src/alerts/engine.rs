@@ -44,6 +44,7 @@ pub(crate) struct Engine {
     death: rules::Death,
     full: rules::Full,
     wall: super::wall::WallChanged,
+    integrity: super::integrity::Integrity,
     open: HashMap<(String, String), state::AlertRow>,
     /// The summaries of the conditions active at the last evaluation (what `watch` shows).
     firing_now: Vec<String>,
@@ -73,6 +74,10 @@ impl Engine {
         for r in open.values().filter(|r| r.rule == "host_lost") {
             host_lost.restore(&r.key, r.started_ms);
         }
+        let mut integrity = super::integrity::Integrity::default();
+        for r in open.values().filter(|r| r.rule == "integrity") {
+            integrity.restore(&r.key, r.started_ms, r.last_ms, r.count);
+        }
         Ok(Engine {
             db: store.path().display().to_string(),
             cfg,
@@ -81,6 +86,7 @@ impl Engine {
             death,
             full: Default::default(),
             wall: Default::default(),
+            integrity,
             open,
             firing_now: Vec::new(),
         })
@@ -98,6 +104,13 @@ impl Engine {
                     Status::Reconnecting { error, .. } => Some(error.clone()),
                     _ => None,
                 },
+                refused: super::rules::Refused {
+                    tampered: h.tampered,
+                    marked_bad: h.marked_bad,
+                    rejected: h.rejected,
+                    dropped: h.dropped.samples + h.dropped.events + h.dropped.devices,
+                },
+                bad: h.bad,
                 name: h.name,
                 received: h.received,
                 last_sample_ms: h.last.map(|l| l.1),
@@ -221,6 +234,9 @@ impl Engine {
         }
         if c.is_on("wall_changed") {
             conds.extend(self.wall.eval(c, o));
+        }
+        if c.is_on("integrity") {
+            conds.extend(self.integrity.eval(c, o));
         }
         self.firing_now = conds
             .iter()

@@ -2,8 +2,8 @@
 //! once, repeated at most every `repeat` and resolved once, to webhook, ntfy, Alertmanager or a
 //! command. [`config`]: the rules in force; `rules`: the conditions; `state`: firing,
 //! repeating, resolving, kept in the store; `payload` and `deliver`: what is sent and how;
-//! `engine`: the task; `wall`: the wall_changed rule; `base`: the tables, the [`Feed`] and what
-//! the task shows ([`Shared`]).
+//! `engine`: the task; `wall`: the wall_changed rule; `integrity`: the integrity rule; `base`:
+//! the tables, the [`Feed`] and what the task shows ([`Shared`]).
 //!
 //! The store task never waits for alerts: after each committed batch it offers a note to the
 //! alert task's bounded [`Feed`]; when that is full the alert task is behind, and the note is
@@ -17,6 +17,7 @@ pub(crate) mod base;
 pub mod config;
 pub(crate) mod deliver;
 pub(crate) mod engine;
+pub(crate) mod integrity;
 pub(crate) mod listing;
 pub(crate) mod payload;
 pub(crate) mod rules;

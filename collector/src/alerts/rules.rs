@@ -7,6 +7,19 @@ use std::collections::HashMap;
 use super::config::AlertConfig;
 
 /// One host, as the connection sees it.
+/// Refusals of one host on this run, by kind (the counters `net::gate::note_refusal` keeps).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Refused {
+    /// Connections that ended on frames failing authentication (a wrong MAC).
+    pub tampered: u64,
+    /// Connections that ended with the host marked bad.
+    pub marked_bad: u64,
+    /// Records rejected by the plausibility checks.
+    pub rejected: u64,
+    /// Records dropped over the collector's caps.
+    pub dropped: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HostObs {
     pub name: String,
@@ -17,6 +30,10 @@ pub(crate) struct HostObs {
     pub last_sample_ms: Option<u64>,
     /// The connection's last error while it is not connected.
     pub error: Option<String>,
+    /// What the collector refused from this host on this run (only ever grows).
+    pub refused: Refused,
+    /// What its agent sent last that the collector found invalid, if anything on this run.
+    pub bad: Option<String>,
 }
 
 /// A process that ended, as the report lists it.
@@ -84,11 +101,11 @@ pub(crate) struct Cond {
     pub last_ms: Option<u64>,
 }
 
-fn mins(ms: u64) -> String {
+pub(crate) fn mins(ms: u64) -> String {
     nasprobe_analysis::time::dur(ms as f64 / 1000.0)
 }
 
-fn clock(ms: u64) -> String {
+pub(crate) fn clock(ms: u64) -> String {
     nasprobe_analysis::time::rfc3339(ms)
         .get(11..19)
         .unwrap_or("")
@@ -537,11 +554,12 @@ fn eta(s: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::alerts::config::AlertArgs;
 
-    fn cfg(a: &[&str]) -> AlertConfig {
+    /// The rules in force with `a` set (and `--watch-process worker`).
+    pub(crate) fn cfg(a: &[&str]) -> AlertConfig {
         AlertConfig::resolve(
             &AlertArgs {
                 alert: a.iter().map(|s| s.to_string()).collect(),
@@ -561,6 +579,7 @@ mod tests {
                 connected,
                 last_sample_ms: Some(last),
                 error: (!connected).then(|| "connection refused".into()),
+                ..Default::default()
             }],
             ..Default::default()
         }
