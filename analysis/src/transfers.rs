@@ -9,6 +9,10 @@
 //! file under the same descriptor and name) starts over. A file written with `pwrite` (Samba,
 //! which writes at the offsets of the client's requests) keeps its position: when only its size
 //! moves, the size is its progress.
+//!
+//! A crawl needs a transfer: a file whose progress reached [`STALL_MB_S`] between two records at
+//! some point of the window, or one of a process whose connection carried the flow. A log or a
+//! database's WAL written a few bytes at a time is not a crawl.
 
 use std::collections::BTreeMap;
 
@@ -154,6 +158,21 @@ fn moved(t: &Track) -> bool {
     t.points.windows(2).any(|w| t.at(&w[1]) != t.at(&w[0]))
 }
 
+/// The file moved at transfer rates ([`STALL_MB_S`] or more) between two of its records.
+fn fast(t: &Track) -> bool {
+    t.points.windows(2).any(|w| {
+        let (a, b) = (t.at(&w[0]), t.at(&w[1]));
+        b > a && mb_s(b - a, w[1].0.saturating_sub(w[0].0)) >= STALL_MB_S
+    })
+}
+
+/// Whether a file of process `pid` on host `h` moved at transfer rates in `[from, to]`.
+pub(crate) fn moved_fast(h: &HostData, pid: u32, from: u64, to: u64) -> bool {
+    tracks(h, from, to)
+        .iter()
+        .any(|((p, _), t)| *p == pid && fast(t))
+}
+
 fn mb_s(bytes: u64, ms: u64) -> f64 {
     if ms == 0 {
         return 0.0;
@@ -161,8 +180,14 @@ fn mb_s(bytes: u64, ms: u64) -> f64 {
     round2(bytes as f64 / MB / (ms as f64 / 1000.0))
 }
 
-/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`.
-pub fn build(hosts: &[HostData], from: u64, to: u64) -> (Vec<Transfer>, Vec<Stall>) {
+/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`; `carriers` are the processes
+/// (host, pid) whose connections carried the flow.
+pub fn build(
+    hosts: &[HostData],
+    from: u64,
+    to: u64,
+    carriers: &[(String, u32)],
+) -> (Vec<Transfer>, Vec<Stall>) {
     let mut transfers = Vec::new();
     let mut stalls = Vec::new();
     for h in hosts {
@@ -191,7 +216,8 @@ pub fn build(hosts: &[HostData], from: u64, to: u64) -> (Vec<Transfer>, Vec<Stal
                     seen: rfc3339(last.0),
                 });
             }
-            if moved(t) {
+            let carrier = carriers.iter().any(|(n, p)| *n == h.name && p == pid);
+            if moved(t) && (fast(t) || carrier) {
                 stalls.extend(crawls(&h.name, *pid, path, t));
             }
         }
@@ -331,7 +357,7 @@ mod tests {
 
     #[test]
     fn a_crawl_is_found_with_its_item_and_the_idle_log_is_not() {
-        let (tr, st) = build(&[host()], T0, T0 + 40_000);
+        let (tr, st) = build(&[host()], T0, T0 + 40_000, &[]);
         assert_eq!(tr.len(), 1, "{tr:?}");
         let t = &tr[0];
         assert_eq!(
@@ -377,7 +403,7 @@ mod tests {
                 50_000_000
             };
         }
-        let (_, st) = build(&[h.clone()], T0, T0 + 20_000);
+        let (_, st) = build(&[h.clone()], T0, T0 + 20_000, &[]);
         assert!(st.is_empty(), "{st:?}");
         // Then slow for good: one crawl, on the written file.
         for t in (22..=40).step_by(2) {
@@ -389,7 +415,7 @@ mod tests {
             ));
             pos += 1_000_000;
         }
-        let (tr, st) = build(&[h], T0, T0 + 40_000);
+        let (tr, st) = build(&[h], T0, T0 + 40_000, &[]);
         assert_eq!(tr.len(), 2);
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mode), ("/b", "write"));
@@ -417,12 +443,39 @@ mod tests {
             e = TimedEvent::new(e.time_ms, e.instance, e.seq, &ev);
             h.events.push(e);
         }
-        let (tr, st) = build(&[h], T0, T0 + 20_000);
+        // Never at transfer rates: a crawl only when smbd carries the flow.
+        let (tr, st) = build(&[h.clone()], T0, T0 + 20_000, &[]);
+        assert!(st.is_empty(), "{st:?}");
+        let (tr2, st) = build(&[h], T0, T0 + 20_000, &[("nas".into(), 5)]);
         assert_eq!(tr.len(), 1, "{tr:?}");
+        assert_eq!(tr2.len(), 1, "{tr2:?}");
         assert_eq!((tr[0].position_bytes, tr[0].size_bytes), (0, 40_000_000));
         assert_eq!(tr[0].mb_s, Some(2.0));
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mb_s), ("/share/x.iso", 2.0));
+    }
+
+    /// The collector's own database and its WAL, a few KB a second: no crawl.
+    #[test]
+    fn a_wal_written_a_few_bytes_at_a_time_is_no_crawl() {
+        let mut h = HostData {
+            name: "desk".into(),
+            ..Default::default()
+        };
+        for t in (0..=60).step_by(2) {
+            h.events.push(ev(
+                t,
+                77,
+                "postgres",
+                &[
+                    ("/var/lib/db/wal", 4_000 * t, FileMode::Write),
+                    ("/var/lib/db/base", 100 + t, FileMode::ReadWrite),
+                ],
+            ));
+        }
+        let (tr, st) = build(&[h], T0, T0 + 60_000, &[]);
+        assert!(st.is_empty(), "{st:?}");
+        assert_eq!(tr.len(), 2, "still listed among the open files: {tr:?}");
     }
 
     #[test]
