@@ -10,7 +10,8 @@
 //! which writes at the offsets of the client's requests) keeps its position: when only its size
 //! moves, the size is its progress.
 //!
-//! A crawl needs a transfer: a file whose progress reached [`STALL_MB_S`] between two records at
+//! nasprobe's own files ([`is_own_file`]: its store and WAL, the agent's log) are never a
+//! transfer's. A crawl needs a transfer: a file whose progress reached [`STALL_MB_S`] between two records at
 //! some point of the window, or one of a process whose connection carried the flow. A log or a
 //! database's WAL written a few bytes at a time is not a crawl.
 
@@ -103,6 +104,18 @@ impl Stall {
     }
 }
 
+/// nasprobe's own processes: the collector and the agent.
+pub const OWN_PROCESSES: [&str; 2] = ["nasprobe", "nasprobe-agent"];
+/// The collector's store under its default name, with SQLite's WAL and shared-memory files.
+pub const OWN_FILES: [&str; 3] = ["nasprobe.db", "nasprobe.db-wal", "nasprobe.db-shm"];
+
+/// Whether the file `path` open in process `comm` is nasprobe's own (the collector's store and
+/// its WAL, the agent's log, anything nasprobe itself has open): never the item of a transfer.
+pub fn is_own_file(comm: &str, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    OWN_PROCESSES.contains(&comm) || OWN_FILES.contains(&name)
+}
+
 /// (time_ms, pos, size) of one record of a file.
 type Point = (u64, u64, u64);
 
@@ -132,7 +145,11 @@ fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, String), Track> {
             continue;
         };
         for p in &o.procs {
-            for f in &p.files {
+            for f in p
+                .files
+                .iter()
+                .filter(|f| !is_own_file(p.comm.as_str(), f.path.as_str()))
+            {
                 let t = out
                     .entry((p.pid, f.path.to_string()))
                     .or_insert_with(|| Track {
@@ -453,6 +470,43 @@ mod tests {
         assert_eq!(tr[0].mb_s, Some(2.0));
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mb_s), ("/share/x.iso", 2.0));
+    }
+
+    /// The collector's store and the agent's log are nasprobe's own: no transfer, no crawl.
+    #[test]
+    fn nasprobe_own_files_are_not_the_item() {
+        let mut h = HostData {
+            name: "desk".into(),
+            ..Default::default()
+        };
+        for t in (0..=20).step_by(2) {
+            h.events.push(ev(
+                t,
+                90,
+                "nasprobe",
+                &[(
+                    "/home/u/.local/share/nasprobe/nasprobe.db-wal",
+                    30_000_000 * t,
+                    FileMode::Write,
+                )],
+            ));
+            h.events.push(ev(
+                t,
+                91,
+                "nasprobe-agent",
+                &[("/tmp/nasprobe-local-1/agent.log", 100 * t, FileMode::Write)],
+            ));
+            h.events.push(ev(
+                t,
+                92,
+                "sqlite3",
+                &[("/srv/nasprobe.db", 30_000_000 * t, FileMode::ReadWrite)],
+            ));
+        }
+        let (tr, st) = build(&[h], T0, T0 + 20_000, &[]);
+        assert!(tr.is_empty() && st.is_empty(), "{tr:?} {st:?}");
+        assert!(is_own_file("nasprobe", "/x/y"));
+        assert!(!is_own_file("cp", "/share/nasprobe.dbx"));
     }
 
     /// The collector's own database and its WAL, a few KB a second: no crawl.

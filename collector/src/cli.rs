@@ -87,9 +87,13 @@ pub enum Command {
     },
     /// Live side-by-side view of agents (also stores what they send)
     Watch {
-        /// Also start an agent for this machine (Linux) on 127.0.0.1
+        /// Also start an agent for this machine (Linux) on 127.0.0.1; nasprobe's own process
+        /// and files (the store, its WAL, the agent's log) are left out of its panel
         #[arg(long)]
         local: bool,
+        /// With --local: keep nasprobe's own process among the busiest and its files as items
+        #[arg(long, requires = "local")]
+        show_self: bool,
         /// Stop after this long (e.g. 30s, 10m)
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,

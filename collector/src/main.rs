@@ -72,11 +72,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Watch {
             local,
+            show_self,
             duration,
             plain,
             alerts,
             hosts,
-        } => nasprobe::cmd::watch::run(c, local, duration, plain, &alerts.args(), &hosts),
+        } => {
+            nasprobe::cmd::watch::run(c, local, show_self, duration, plain, &alerts.args(), &hosts)
+        }
         Command::Report {
             since,
             json,

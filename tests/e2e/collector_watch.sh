@@ -3,7 +3,8 @@
 #  - two real agents on loopback plus `--local`; tmux runs watch at 200x50; the captured pane
 #    must show every host's label and name, per-core CPU figures, the disk and memory lines,
 #    and "connected"; `?` opens the help, `q` quits (the pane's command then ends);
-#  - stdout to a pipe: one plain line per host per second with the same figures.
+#  - stdout to a pipe: one plain line per host per second with the same figures;
+#  - `watch --local --plain`: no item of nasprobe's own (its store, WAL, the agent's log).
 #
 #   tests/e2e/collector_watch.sh      build (release) and run
 #   NASPROBE_BIN_DIR=DIR ...          use binaries from DIR
@@ -78,6 +79,14 @@ for h in src dst; do
     [[ $n -ge 2 ]] || fail "plain output: $n lines for $h, want >= 2"
 done
 grep -q 'mem [0-9]*/[0-9]*MiB' "$TMP/plain.txt" || fail "plain output lacks memory"
+# --local: nasprobe's own process and files are not the item (the store and its WAL are written
+# every second right beside the agent)
+NASPROBE_AGENT="$BIN/nasprobe-agent" "$BIN/nasprobe" --db "$TMP/w.db" --token-file "$TOK" \
+    watch --local --plain --duration 6s | cat >"$TMP/local.txt"
+grep -q '^local \[connected\]' "$TMP/local.txt" || fail "watch --local --plain: no connected line"
+if grep -E 'item nasprobe|w\.db|agent\.log' "$TMP/local.txt"; then
+    fail "watch --local shows nasprobe's own process or files as the item"
+fi
 # watch stored what it showed
 "$BIN/nasprobe" --db "$TMP/w.db" check >/dev/null || fail "store check after watch"
 say "plain fallback ok"
