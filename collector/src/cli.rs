@@ -16,6 +16,12 @@ pub mod exit {
     pub const USAGE: i32 = 2;
 }
 
+/// The exit codes of the commands that connect to agents (`record`, `watch`, `test`), as their
+/// `--help` says them ([`crate::net::outcome`]).
+pub const CONNECTING_EXIT_HELP: &str = "Exit status: 0 when every host delivered records; 1 \
+     with one line naming each host that was never reached, never authenticated (wrong token, \
+     another protocol) or unreachable for most of the run; 2 for a usage error.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "nasprobe",
@@ -71,6 +77,7 @@ pub struct Common {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Connect to agents and store what they send, until stopped or DUR has passed
+    #[command(after_help = CONNECTING_EXIT_HELP)]
     Record {
         /// Stop after this long (e.g. 30s, 10m, 2h)
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
@@ -86,6 +93,7 @@ pub enum Command {
         hosts: Vec<String>,
     },
     /// Live side-by-side view of agents (also stores what they send)
+    #[command(after_help = CONNECTING_EXIT_HELP)]
     Watch {
         /// Also start an agent for this machine (Linux) on 127.0.0.1; nasprobe's own process
         /// and files (the store, its WAL, the agent's log) are left out of its panel
@@ -169,6 +177,7 @@ pub enum Command {
     },
     /// Tests an agent runs on its NAS (it must be started with --allow-tests), recorded
     /// meanwhile so each result comes with the wall that set it
+    #[command(after_help = CONNECTING_EXIT_HELP)]
     Test {
         #[command(subcommand)]
         command: TestCommand,

@@ -64,6 +64,7 @@ pub fn run(
         .map(|a| (0, crate::own::Own::local(&c.db, &a.log)));
     crate::signals::install();
     let col = Collector::start_with_own(store, targets, Some(c.retention), own);
+    let started = Instant::now();
     let alerts = crate::alerts::Alerts::start(c.db.clone(), col.live.clone(), alert_cfg)?;
     let verdict = LiveVerdict::start(c.db.clone()).with_alerts(alerts.shared.clone());
     let res = if plain || !std::io::stdout().is_terminal() {
@@ -72,10 +73,13 @@ pub fn run(
         tui_loop(&col.live, &verdict, duration)
     };
     drop(verdict);
+    let live = col.live.clone();
     let stored = col.finish();
     alerts.finish();
     stored?;
-    res
+    res?;
+    // As `record`: 1 with a line per host that never delivered (the local agent included).
+    crate::net::outcome::ensure_delivered(&live, started.elapsed())
 }
 
 pub(super) fn stop_requested(start: Instant, duration: Option<Duration>) -> bool {
