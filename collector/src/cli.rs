@@ -230,6 +230,15 @@ pub enum Command {
         #[command(subcommand)]
         command: HostsCommand,
     },
+    /// A completion script for SHELL on stdout (bash: `source <(nasprobe completions bash)`;
+    /// zsh: into a folder of $fpath as `_nasprobe`; fish: ~/.config/fish/completions/nasprobe.fish;
+    /// PowerShell: `nasprobe completions powershell | Out-String | Invoke-Expression`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff) on stdout: `nasprobe man | man -l -`
+    Man,
 }
 
 /// The alert flags of the commands that record (also lines of `alerts.conf`, see

@@ -137,5 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             },
         ),
         Command::Hosts { command } => nasprobe::cmd::hosts::run(c, command),
+        Command::Completions { shell } => nasprobe::cmd::shell::completions(shell),
+        Command::Man => nasprobe::cmd::shell::man(),
     }
 }
