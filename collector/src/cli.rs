@@ -130,6 +130,9 @@ pub enum Command {
         /// Also write the report as one self-contained HTML file
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// Only this host (repeatable) [default: every host stored]
+        #[arg(long = "host", value_name = "NAME")]
+        host: Vec<String>,
     },
     /// Events (process start/exit, link changes, agent starts), restart patterns and the
     /// context of each death

@@ -85,6 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             expect,
             html,
+            host,
         } => nasprobe::cmd::report::run(
             c,
             &nasprobe::cmd::report::ReportArgs {
@@ -92,6 +93,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 json,
                 expect_bytes: expect,
                 html,
+                hosts: host,
             },
         ),
         Command::Events { since, json } => nasprobe::cmd::report::events(c, since, json),
