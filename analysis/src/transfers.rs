@@ -11,9 +11,9 @@
 //! moves, the size is its progress.
 //!
 //! nasprobe's own files ([`is_own_file`]: its store and WAL, the agent's log) are never a
-//! transfer's. A crawl needs a transfer: a file whose progress reached [`STALL_MB_S`] between two records at
-//! some point of the window, or one of a process whose connection carried the flow. A log or a
-//! database's WAL written a few bytes at a time is not a crawl.
+//! transfer's. A crawl needs a transfer: a file whose progress reached [`TRANSFER_MIN_MB_S`]
+//! between two records at some point of the window, or one of a process whose connection
+//! carried the flow. A log or a database's WAL written a few bytes at a time is not a crawl.
 
 use std::collections::BTreeMap;
 
@@ -175,11 +175,15 @@ fn moved(t: &Track) -> bool {
     t.points.windows(2).any(|w| t.at(&w[1]) != t.at(&w[0]))
 }
 
-/// The file moved at transfer rates ([`STALL_MB_S`] or more) between two of its records.
+/// A file moving this fast between two records is a transfer's (a copy crawling at 3 MB/s
+/// through a throttled disk is one); a logger or a database's WAL writes KB/s.
+pub const TRANSFER_MIN_MB_S: f64 = 1.0;
+
+/// The file moved at transfer rates ([`TRANSFER_MIN_MB_S`] or more) between two of its records.
 fn fast(t: &Track) -> bool {
     t.points.windows(2).any(|w| {
         let (a, b) = (t.at(&w[0]), t.at(&w[1]));
-        b > a && mb_s(b - a, w[1].0.saturating_sub(w[0].0)) >= STALL_MB_S
+        b > a && mb_s(b - a, w[1].0.saturating_sub(w[0].0)) >= TRANSFER_MIN_MB_S
     })
 }
 
@@ -460,12 +464,8 @@ mod tests {
             e = TimedEvent::new(e.time_ms, e.instance, e.seq, &ev);
             h.events.push(e);
         }
-        // Never at transfer rates: a crawl only when smbd carries the flow.
-        let (tr, st) = build(&[h.clone()], T0, T0 + 20_000, &[]);
-        assert!(st.is_empty(), "{st:?}");
-        let (tr2, st) = build(&[h], T0, T0 + 20_000, &[("nas".into(), 5)]);
+        let (tr, st) = build(&[h], T0, T0 + 20_000, &[]);
         assert_eq!(tr.len(), 1, "{tr:?}");
-        assert_eq!(tr2.len(), 1, "{tr2:?}");
         assert_eq!((tr[0].position_bytes, tr[0].size_bytes), (0, 40_000_000));
         assert_eq!(tr[0].mb_s, Some(2.0));
         assert_eq!(st.len(), 1, "{st:?}");
@@ -527,9 +527,13 @@ mod tests {
                 ],
             ));
         }
-        let (tr, st) = build(&[h], T0, T0 + 60_000, &[]);
+        let (tr, st) = build(&[h.clone()], T0, T0 + 60_000, &[]);
         assert!(st.is_empty(), "{st:?}");
         assert_eq!(tr.len(), 2, "still listed among the open files: {tr:?}");
+        // The same slow writer carrying the flow (its connection sent the most): a crawl.
+        let (_, st) = build(&[h], T0, T0 + 60_000, &[("desk".into(), 77)]);
+        assert_eq!(st.len(), 1, "{st:?}");
+        assert_eq!(st[0].item, "/var/lib/db/wal");
     }
 
     #[test]
