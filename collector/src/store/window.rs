@@ -36,7 +36,7 @@ pub fn load(
 }
 
 /// [`load`] of only the hosts named in `only` (all when empty); a name with nothing stored in
-/// the window is an error naming the hosts there are ([`ensure_hosts_stored`]).
+/// the window is an error naming the hosts there are.
 pub fn load_only(
     store: &StoreReader,
     since: Option<Duration>,
