@@ -78,17 +78,21 @@ pub fn analyze_with_detail(
     let (from, to) = window(hosts, opts);
     let long = opts.step_ms.is_some();
     let (events, event_groups) = events_and_groups(hosts, long);
-    let patterns = hosts
-        .iter()
-        .zip(&raw)
-        .enumerate()
-        .flat_map(|(k, (_, s))| restart_patterns(hosts, k, s, long, detail))
-        .collect();
+    let flow_ctx = crate::events::routine::FlowCtx {
+        active: judged.active,
+        carriers: &judged.carriers,
+    };
+    let (mut patterns, mut routine_exits) = (Vec::new(), Vec::new());
+    for (k, s) in raw.iter().enumerate() {
+        let (p, r) = restart_patterns(hosts, k, s, long, detail, &flow_ctx);
+        patterns.extend(p);
+        routine_exits.extend(r);
+    }
     let progress = raw
         .iter()
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();
-    let (transfers, stalls) = crate::transfers::build(hosts, from, to);
+    let (transfers, stalls) = crate::transfers::build(hosts, from, to, &judged.carriers);
     let (refusals, gaps): (Vec<GapOut>, Vec<GapOut>) = gaps(hosts, &raw)
         .into_iter()
         .partition(|g| crate::is_refusal(&g.reason));
@@ -103,6 +107,7 @@ pub fn analyze_with_detail(
         bottleneck: judged.bottleneck,
         events,
         patterns,
+        routine_exits,
         gaps,
         refusals,
         progress,
@@ -174,6 +179,8 @@ struct Judged {
     flow: Option<Flow>,
     active: Option<(u64, u64)>,
     bottleneck: Bottleneck,
+    /// The processes (host, pid) of the flow's sending and receiving connections.
+    carriers: Vec<(String, u32)>,
 }
 
 /// The verdict over every host's candidates and, while the flow was active, its own
@@ -186,8 +193,11 @@ fn judge(
 ) -> Judged {
     let verdict::flow::FoundFlow { mut flow, active } = found;
     let mut candidates: Vec<Candidate> = per_host.candidates.iter().flatten().cloned().collect();
+    let mut carriers = Vec::new();
     if let (Some(f), Some(range)) = (flow.as_mut(), active) {
-        candidates.extend(limit_candidate(hosts, series, f, range, &candidates));
+        let (c, who) = limit_candidate(hosts, series, f, range, &candidates);
+        candidates.extend(c);
+        carriers = who;
     }
     let mut bottleneck = verdict::decide(&candidates, flow.as_ref());
     bottleneck
@@ -197,19 +207,28 @@ fn judge(
         flow,
         active,
         bottleneck,
+        carriers,
     }
 }
 
 /// Judges the flow's connections over `range`: sets `flow.limited_by` and its evidence, and
-/// gives the `app` or `network` candidate when it is one.
+/// gives the `app` or `network` candidate when it is one, with the processes (host, pid) of the
+/// flow's connections.
 fn limit_candidate(
     hosts: &[HostData],
     series: &[HostSeries],
     f: &mut Flow,
     range: (u64, u64),
     candidates: &[Candidate],
-) -> Option<Candidate> {
+) -> (Option<Candidate>, Vec<(String, u32)>) {
     let stats = crate::verdict::connections::conn_stats(hosts, range);
+    let (snd, rcv) =
+        crate::verdict::connections::flow_conns(&stats, f.from.as_deref(), f.to.as_deref());
+    let carriers = [snd, rcv]
+        .into_iter()
+        .flatten()
+        .map(|c| (c.host.clone(), c.pid))
+        .collect();
     let limit = crate::verdict::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
     f.limited_by = limit.by;
     f.limit_evidence = limit.evidence.clone();
@@ -223,7 +242,10 @@ fn limit_candidate(
             let idx = active_indices(s, Some(range));
             median(&pick(&s.procs.get(p)?.run_delay_frac, &idx))
         });
-    crate::verdict::limit::candidate(&limit, candidates, run_delay)
+    (
+        crate::verdict::limit::candidate(&limit, candidates, run_delay),
+        carriers,
+    )
 }
 
 /// The window of the report, ms: as asked, else what the records span.

@@ -221,6 +221,7 @@ fn verdict_section(o: &mut String, r: &Report) {
     reasons(o, &r.bottleneck);
     patterns(o, &r.patterns);
     window_notes(o, r);
+    routine_exits(o, &r.routine_exits);
     o.push_str("</section>\n");
 }
 
@@ -306,6 +307,20 @@ fn patterns(o: &mut String, patterns: &[Pattern]) {
         o.push_str("</li>");
     }
     o.push_str("</ul></div>\n");
+}
+
+/// The routine exits, one line per process, last and muted.
+fn routine_exits(o: &mut String, r: &[crate::report::RoutineExits]) {
+    if r.is_empty() {
+        return;
+    }
+    let lines: Vec<String> = r.iter().map(|x| rich(&x.line)).collect();
+    let _ = writeln!(
+        o,
+        "<p class=\"muted routine\">{}: {}</p>",
+        crate::text::ROUTINE_TITLE,
+        lines.join("; ")
+    );
 }
 
 /// One death of a pattern with the time before it.

@@ -14,6 +14,10 @@ pub struct Report {
     pub bottleneck: Bottleneck,
     pub events: Vec<EventOut>,
     pub patterns: Vec<Pattern>,
+    /// Restarting commands that only ever ended on their own (status 0, now and then another
+    /// status), touched no flow and whose deaths did not line up with its drops: one line each
+    /// at the end of the report instead of a pattern ([`RoutineExits`]).
+    pub routine_exits: Vec<RoutineExits>,
     pub gaps: Vec<GapOut>,
     /// What the collector refused on its connections that is not missing data (frames that
     /// failed authentication, a host marked bad, a KeepAlive flood): stored gap rows whose
@@ -289,6 +293,9 @@ pub struct Pattern {
     pub restarts: usize,
     pub every_s: Option<f64>,
     pub new_arguments_each_time: bool,
+    /// The argument that changes looks like a resume token: a long token, or a number that
+    /// grows from one run to the next (an offset), not `sleep 3` then `sleep 5`.
+    pub resume_token: bool,
     pub summary: String,
     /// What most deaths had in the time before them, against the host's usual (a burst of TCP
     /// retransmits or timeouts, the link going down, NIC errors, swapping); or that none of it
@@ -303,6 +310,29 @@ pub struct Pattern {
     /// [`GROUP_KEEP_ENDS`] (`deaths_total` counts them all, the other fields are of all).
     pub deaths: Vec<DeathContext>,
     pub deaths_total: usize,
+}
+
+/// The routine exits of one process on one host: the restart patterns of that name that only
+/// ended on their own (see [`Report::routine_exits`]), counted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RoutineExits {
+    pub host: String,
+    pub process: String,
+    /// The commands (shapes, as `patterns[].command`) merged into this line.
+    pub commands: Vec<String>,
+    /// Exits with status 0.
+    pub clean: usize,
+    /// The other statuses, each with how many exits had it, by status.
+    pub other_statuses: Vec<StatusCount>,
+    /// "nas: `bash`: 15 clean exits, 2 with status 1".
+    pub line: String,
+}
+
+/// How many exits had one status.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StatusCount {
+    pub status: u8,
+    pub exits: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -148,7 +148,23 @@ pub fn render(r: &Report) -> String {
     }
     gaps(&mut o, r);
     refusals(&mut o, r);
+    routine_exits(&mut o, r);
     o
+}
+
+/// What the routine exits' lines are (restart patterns that only ended on their own).
+pub(crate) const ROUTINE_TITLE: &str =
+    "Routine exits (commands that ended on their own and touched no flow)";
+
+/// The routine exits, one line per process, at the end.
+fn routine_exits(o: &mut String, r: &Report) {
+    if r.routine_exits.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n{ROUTINE_TITLE}:");
+    for x in &r.routine_exits {
+        let _ = writeln!(o, "  - {}", x.line);
+    }
 }
 
 /// The restart patterns, each death with its context.
@@ -240,6 +256,7 @@ pub fn render_events(r: &Report) -> String {
     patterns(&mut o, r);
     gaps(&mut o, r);
     refusals(&mut o, r);
+    routine_exits(&mut o, r);
     o
 }
 

@@ -9,6 +9,11 @@
 //! file under the same descriptor and name) starts over. A file written with `pwrite` (Samba,
 //! which writes at the offsets of the client's requests) keeps its position: when only its size
 //! moves, the size is its progress.
+//!
+//! nasprobe's own files ([`is_own_file`]: its store and WAL, the agent's log) are never a
+//! transfer's. A crawl needs a transfer: a file whose progress reached [`TRANSFER_MIN_MB_S`]
+//! between two records at some point of the window, or one of a process whose connection
+//! carried the flow. A log or a database's WAL written a few bytes at a time is not a crawl.
 
 use std::collections::BTreeMap;
 
@@ -99,6 +104,18 @@ impl Stall {
     }
 }
 
+/// nasprobe's own processes: the collector and the agent.
+pub const OWN_PROCESSES: [&str; 2] = ["nasprobe", "nasprobe-agent"];
+/// The collector's store under its default name, with SQLite's WAL and shared-memory files.
+pub const OWN_FILES: [&str; 3] = ["nasprobe.db", "nasprobe.db-wal", "nasprobe.db-shm"];
+
+/// Whether the file `path` open in process `comm` is nasprobe's own (the collector's store and
+/// its WAL, the agent's log, anything nasprobe itself has open): never the item of a transfer.
+pub fn is_own_file(comm: &str, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    OWN_PROCESSES.contains(&comm) || OWN_FILES.contains(&name)
+}
+
 /// (time_ms, pos, size) of one record of a file.
 type Point = (u64, u64, u64);
 
@@ -128,7 +145,11 @@ fn tracks(h: &HostData, from: u64, to: u64) -> BTreeMap<(u32, String), Track> {
             continue;
         };
         for p in &o.procs {
-            for f in &p.files {
+            for f in p
+                .files
+                .iter()
+                .filter(|f| !is_own_file(p.comm.as_str(), f.path.as_str()))
+            {
                 let t = out
                     .entry((p.pid, f.path.to_string()))
                     .or_insert_with(|| Track {
@@ -154,6 +175,25 @@ fn moved(t: &Track) -> bool {
     t.points.windows(2).any(|w| t.at(&w[1]) != t.at(&w[0]))
 }
 
+/// A file moving this fast between two records is a transfer's (a copy crawling at 3 MB/s
+/// through a throttled disk is one); a logger or a database's WAL writes KB/s.
+pub const TRANSFER_MIN_MB_S: f64 = 1.0;
+
+/// The file moved at transfer rates ([`TRANSFER_MIN_MB_S`] or more) between two of its records.
+fn fast(t: &Track) -> bool {
+    t.points.windows(2).any(|w| {
+        let (a, b) = (t.at(&w[0]), t.at(&w[1]));
+        b > a && mb_s(b - a, w[1].0.saturating_sub(w[0].0)) >= TRANSFER_MIN_MB_S
+    })
+}
+
+/// Whether a file of process `pid` on host `h` moved at transfer rates in `[from, to]`.
+pub(crate) fn moved_fast(h: &HostData, pid: u32, from: u64, to: u64) -> bool {
+    tracks(h, from, to)
+        .iter()
+        .any(|((p, _), t)| *p == pid && fast(t))
+}
+
 fn mb_s(bytes: u64, ms: u64) -> f64 {
     if ms == 0 {
         return 0.0;
@@ -161,8 +201,14 @@ fn mb_s(bytes: u64, ms: u64) -> f64 {
     round2(bytes as f64 / MB / (ms as f64 / 1000.0))
 }
 
-/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`.
-pub fn build(hosts: &[HostData], from: u64, to: u64) -> (Vec<Transfer>, Vec<Stall>) {
+/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`; `carriers` are the processes
+/// (host, pid) whose connections carried the flow.
+pub fn build(
+    hosts: &[HostData],
+    from: u64,
+    to: u64,
+    carriers: &[(String, u32)],
+) -> (Vec<Transfer>, Vec<Stall>) {
     let mut transfers = Vec::new();
     let mut stalls = Vec::new();
     for h in hosts {
@@ -191,7 +237,8 @@ pub fn build(hosts: &[HostData], from: u64, to: u64) -> (Vec<Transfer>, Vec<Stal
                     seen: rfc3339(last.0),
                 });
             }
-            if moved(t) {
+            let carrier = carriers.iter().any(|(n, p)| *n == h.name && p == pid);
+            if moved(t) && (fast(t) || carrier) {
                 stalls.extend(crawls(&h.name, *pid, path, t));
             }
         }
@@ -331,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_crawl_is_found_with_its_item_and_the_idle_log_is_not() {
-        let (tr, st) = build(&[host()], T0, T0 + 40_000);
+        let (tr, st) = build(&[host()], T0, T0 + 40_000, &[]);
         assert_eq!(tr.len(), 1, "{tr:?}");
         let t = &tr[0];
         assert_eq!(
@@ -377,7 +424,7 @@ mod tests {
                 50_000_000
             };
         }
-        let (_, st) = build(&[h.clone()], T0, T0 + 20_000);
+        let (_, st) = build(&[h.clone()], T0, T0 + 20_000, &[]);
         assert!(st.is_empty(), "{st:?}");
         // Then slow for good: one crawl, on the written file.
         for t in (22..=40).step_by(2) {
@@ -389,7 +436,7 @@ mod tests {
             ));
             pos += 1_000_000;
         }
-        let (tr, st) = build(&[h], T0, T0 + 40_000);
+        let (tr, st) = build(&[h], T0, T0 + 40_000, &[]);
         assert_eq!(tr.len(), 2);
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mode), ("/b", "write"));
@@ -417,12 +464,76 @@ mod tests {
             e = TimedEvent::new(e.time_ms, e.instance, e.seq, &ev);
             h.events.push(e);
         }
-        let (tr, st) = build(&[h], T0, T0 + 20_000);
+        let (tr, st) = build(&[h], T0, T0 + 20_000, &[]);
         assert_eq!(tr.len(), 1, "{tr:?}");
         assert_eq!((tr[0].position_bytes, tr[0].size_bytes), (0, 40_000_000));
         assert_eq!(tr[0].mb_s, Some(2.0));
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mb_s), ("/share/x.iso", 2.0));
+    }
+
+    /// The collector's store and the agent's log are nasprobe's own: no transfer, no crawl.
+    #[test]
+    fn nasprobe_own_files_are_not_the_item() {
+        let mut h = HostData {
+            name: "desk".into(),
+            ..Default::default()
+        };
+        for t in (0..=20).step_by(2) {
+            h.events.push(ev(
+                t,
+                90,
+                "nasprobe",
+                &[(
+                    "/home/u/.local/share/nasprobe/nasprobe.db-wal",
+                    30_000_000 * t,
+                    FileMode::Write,
+                )],
+            ));
+            h.events.push(ev(
+                t,
+                91,
+                "nasprobe-agent",
+                &[("/tmp/nasprobe-local-1/agent.log", 100 * t, FileMode::Write)],
+            ));
+            h.events.push(ev(
+                t,
+                92,
+                "sqlite3",
+                &[("/srv/nasprobe.db", 30_000_000 * t, FileMode::ReadWrite)],
+            ));
+        }
+        let (tr, st) = build(&[h], T0, T0 + 20_000, &[]);
+        assert!(tr.is_empty() && st.is_empty(), "{tr:?} {st:?}");
+        assert!(is_own_file("nasprobe", "/x/y"));
+        assert!(!is_own_file("cp", "/share/nasprobe.dbx"));
+    }
+
+    /// The collector's own database and its WAL, a few KB a second: no crawl.
+    #[test]
+    fn a_wal_written_a_few_bytes_at_a_time_is_no_crawl() {
+        let mut h = HostData {
+            name: "desk".into(),
+            ..Default::default()
+        };
+        for t in (0..=60).step_by(2) {
+            h.events.push(ev(
+                t,
+                77,
+                "postgres",
+                &[
+                    ("/var/lib/db/wal", 4_000 * t, FileMode::Write),
+                    ("/var/lib/db/base", 100 + t, FileMode::ReadWrite),
+                ],
+            ));
+        }
+        let (tr, st) = build(&[h.clone()], T0, T0 + 60_000, &[]);
+        assert!(st.is_empty(), "{st:?}");
+        assert_eq!(tr.len(), 2, "still listed among the open files: {tr:?}");
+        // The same slow writer carrying the flow (its connection sent the most): a crawl.
+        let (_, st) = build(&[h], T0, T0 + 60_000, &[("desk".into(), 77)]);
+        assert_eq!(st.len(), 1, "{st:?}");
+        assert_eq!(st[0].item, "/var/lib/db/wal");
     }
 
     #[test]

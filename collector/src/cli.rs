@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::units::parse_duration;
 pub(crate) use crate::units::parse_size;
+pub use crate::units::{parse_duration, parse_since};
 
 /// Exit codes, fixed so scripts and tests can rely on them.
 pub mod exit {
@@ -18,6 +18,12 @@ pub mod exit {
     pub const FAILURE: i32 = 1;
     pub const USAGE: i32 = 2;
 }
+
+/// The exit codes of the commands that connect to agents (`record`, `watch`, `test`), as their
+/// `--help` says them ([`crate::net::outcome`]).
+pub const CONNECTING_EXIT_HELP: &str = "Exit status: 0 when every host delivered records; 1 \
+     with one line naming each host that was never reached, never authenticated (wrong token, \
+     another protocol) or unreachable for most of the run; 2 for a usage error.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -74,6 +80,7 @@ pub struct Common {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Connect to agents and store what they send, until stopped or DUR has passed
+    #[command(after_help = CONNECTING_EXIT_HELP)]
     Record {
         /// Stop after this long (e.g. 30s, 10m, 2h)
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
@@ -89,10 +96,15 @@ pub enum Command {
         hosts: Vec<String>,
     },
     /// Live side-by-side view of agents (also stores what they send)
+    #[command(after_help = CONNECTING_EXIT_HELP)]
     Watch {
-        /// Also start an agent for this machine (Linux) on 127.0.0.1
+        /// Also start an agent for this machine (Linux) on 127.0.0.1; nasprobe's own process
+        /// and files (the store, its WAL, the agent's log) are left out of its panel
         #[arg(long)]
         local: bool,
+        /// With --local: keep nasprobe's own process among the busiest and its files as items
+        #[arg(long, requires = "local")]
+        show_self: bool,
         /// Stop after this long (e.g. 30s, 10m)
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,
@@ -108,8 +120,9 @@ pub enum Command {
     /// The verdict: the wall of the transfer across hosts, with evidence, then per-host figures,
     /// restart patterns, progress and gaps
     Report {
-        /// Only the last DUR [default: everything stored]
-        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        /// Only the last DUR (30m, 2h), or from a time on, UTC (2026-12-01T09:00, yesterday
+        /// 18:00, today 06:00) [default: everything stored]
+        #[arg(long, value_name = "DUR|TIME", value_parser = parse_since)]
         since: Option<Duration>,
         /// One JSON object on stdout (fields: docs/report-json.md)
         #[arg(long)]
@@ -121,12 +134,16 @@ pub enum Command {
         /// Also write the report as one self-contained HTML file
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// Only this host (repeatable) [default: every host stored]
+        #[arg(long = "host", value_name = "NAME")]
+        host: Vec<String>,
     },
     /// Events (process start/exit, link changes, agent starts), restart patterns and the
     /// context of each death
     Events {
-        /// Only the last DUR [default: everything stored]
-        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        /// Only the last DUR (30m, 2h), or from a time on, UTC (2026-12-01T09:00, yesterday
+        /// 18:00, today 06:00) [default: everything stored]
+        #[arg(long, value_name = "DUR|TIME", value_parser = parse_since)]
         since: Option<Duration>,
         /// One JSON object on stdout: {window, events, patterns, gaps}
         #[arg(long)]
@@ -138,8 +155,9 @@ pub enum Command {
         /// Output format
         #[arg(long, value_enum, default_value = "csv")]
         format: crate::export::Format,
-        /// Only the last DUR [default: everything stored]
-        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        /// Only the last DUR (30m, 2h), or from a time on, UTC (2026-12-01T09:00, yesterday
+        /// 18:00, today 06:00) [default: everything stored]
+        #[arg(long, value_name = "DUR|TIME", value_parser = parse_since)]
         since: Option<Duration>,
         /// Only this host (repeatable)
         #[arg(long = "host", value_name = "H")]
@@ -168,6 +186,7 @@ pub enum Command {
     },
     /// Tests an agent runs on its NAS (it must be started with --allow-tests), recorded
     /// meanwhile so each result comes with the wall that set it
+    #[command(after_help = CONNECTING_EXIT_HELP)]
     Test {
         #[command(subcommand)]
         command: TestCommand,
@@ -206,8 +225,9 @@ pub enum Command {
         /// alerts.conf next to the host list, then the flags given here)
         #[arg(long)]
         list: bool,
-        /// Only the alerts of the last DUR [default: everything stored]
-        #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+        /// Only the alerts of the last DUR, or from a time on, UTC (as `report --since`)
+        /// [default: everything stored]
+        #[arg(long, value_name = "DUR|TIME", value_parser = parse_since)]
         since: Option<Duration>,
         /// One JSON object on stdout: {alerts, undelivered, delivered}
         #[arg(long)]
@@ -220,6 +240,15 @@ pub enum Command {
         #[command(subcommand)]
         command: HostsCommand,
     },
+    /// A completion script for SHELL on stdout (bash: `source <(nasprobe completions bash)`;
+    /// zsh: into a folder of $fpath as `_nasprobe`; fish: ~/.config/fish/completions/nasprobe.fish;
+    /// PowerShell: `nasprobe completions powershell | Out-String | Invoke-Expression`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff) on stdout: `nasprobe man | man -l -`
+    Man,
 }
 
 /// The alert flags of the commands that record (also lines of `alerts.conf`, see

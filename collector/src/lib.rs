@@ -12,7 +12,7 @@
 //!   the analysis);
 //! - [`export`]: VictoriaMetrics, the scrape endpoint, the point formats;
 //! - [`model`]: decoded samples and rates; [`live_verdict`]: the verdict over the last minute;
-//!   [`local`]: `watch --local` runs an agent on this machine;
+//!   [`local`]: `watch --local` runs an agent on this machine, [`own`]: what of it is nasprobe's;
 //! - [`alerts`]: the rules evaluated while recording, their state and their delivery;
 //! - `sys`: every `unsafe` (the signal pipe, aligned uncached I/O); denied elsewhere.
 
@@ -29,6 +29,7 @@ pub mod local;
 pub mod model;
 pub mod net;
 pub mod output;
+pub mod own;
 pub mod store;
 #[allow(unsafe_code)]
 mod sys;

@@ -17,6 +17,8 @@ pub struct LocalAgent {
     dir: PathBuf,
     pub addr: String,
     pub token_file: PathBuf,
+    /// The agent's log (nasprobe's own file, not a transfer's).
+    pub log: PathBuf,
 }
 
 impl Drop for LocalAgent {
@@ -108,6 +110,7 @@ pub fn start() -> anyhow::Result<LocalAgent> {
         dir,
         addr: addr.clone(),
         token_file,
+        log: log.clone(),
     };
     // Wait until it listens (or died).
     let t0 = Instant::now();

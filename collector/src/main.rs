@@ -72,16 +72,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Watch {
             local,
+            show_self,
             duration,
             plain,
             alerts,
             hosts,
-        } => nasprobe::cmd::watch::run(c, local, duration, plain, &alerts.args(), &hosts),
+        } => {
+            nasprobe::cmd::watch::run(c, local, show_self, duration, plain, &alerts.args(), &hosts)
+        }
         Command::Report {
             since,
             json,
             expect,
             html,
+            host,
         } => nasprobe::cmd::report::run(
             c,
             &nasprobe::cmd::report::ReportArgs {
@@ -89,6 +93,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 json,
                 expect_bytes: expect,
                 html,
+                hosts: host,
             },
         ),
         Command::Events { since, json } => nasprobe::cmd::report::events(c, since, json),
@@ -134,5 +139,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             },
         ),
         Command::Hosts { command } => nasprobe::cmd::hosts::run(c, command),
+        Command::Completions { shell } => nasprobe::cmd::shell::completions(shell),
+        Command::Man => nasprobe::cmd::shell::man(),
     }
 }

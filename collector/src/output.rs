@@ -1,7 +1,7 @@
 //! Standard output of every command: one buffered writer whose errors travel up as values, so a
 //! closed pipe (`nasprobe report | head -1`) ends the program quietly with exit 0 and a full disk
 //! (`> /dev/full`) is a one-line error, never a panic of `println!`; and the wall of a test or
-//! ladder step in words.
+//! ladder step in words; and whether colours are wanted ([`color_wanted`]: `NO_COLOR`).
 
 use std::io::{self, BufWriter, StdoutLock, Write};
 
@@ -35,6 +35,13 @@ impl Out {
     pub fn writer(&mut self) -> &mut BufWriter<StdoutLock<'static>> {
         &mut self.0
     }
+}
+
+/// Whether coloured output is wanted: not when `NO_COLOR` is set to anything but the empty
+/// string (no-color.org). The live view follows it; clap's help and the log lines (anstream)
+/// follow it on their own.
+pub fn color_wanted() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Whether an error (anywhere in its chain) is a write into a closed pipe: the reader went away,

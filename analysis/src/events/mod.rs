@@ -1,6 +1,6 @@
 //! The report's events: `events[]` in time order ([`out`] renders one), over a long window
 //! grouped ([`groups`]); restarting commands as patterns ([`restarts`]) with the context of
-//! each death ([`deaths`]).
+//! each death ([`deaths`]), routine ones apart as one line per process ([`routine`]).
 
 use crate::input::{HostData, TimedEvent};
 use crate::report::{EventGroup, EventOut};
@@ -11,6 +11,7 @@ pub(crate) mod deaths;
 pub(crate) mod groups;
 pub(crate) mod out;
 pub(crate) mod restarts;
+pub(crate) mod routine;
 
 /// `events[]` in time order to the millisecond (`at` shows whole seconds), hosts in their order
 /// on ties; over a long window only the first and last [`GROUP_KEEP_ENDS`] of each group, with

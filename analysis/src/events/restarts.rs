@@ -7,8 +7,9 @@ use nasprobe_proto::{Event, ExitStatus};
 
 use super::deaths::{DETAIL_MARGIN_MS, Exit, before_deaths, death_context, death_span_ms};
 use super::groups::keep_ends;
+use super::routine::{FlowCtx, Life, is_routine, resume_token, routine_lines};
 use crate::input::{Detail, HostData};
-use crate::report::{DeathContext, Pattern};
+use crate::report::{DeathContext, Pattern, RoutineExits};
 use crate::series::{self, HostSeries};
 use crate::stats::median;
 use crate::vocab::round2;
@@ -94,13 +95,15 @@ fn lives(h: &HostData) -> Lives {
 
 /// The restart patterns of host `hosts[at]` (series `s`); over a long window each lists only
 /// its first and last deaths, their context from `detail`'s raw samples where it has them.
+/// The routine ones ([`is_routine`]) come apart, one line per process.
 pub(crate) fn restart_patterns(
     hosts: &[HostData],
     at: usize,
     s: &HostSeries,
     long: bool,
     detail: Option<&Detail<'_>>,
-) -> Vec<Pattern> {
+    flow: &FlowCtx<'_>,
+) -> (Vec<Pattern>, Vec<RoutineExits>) {
     let Lives { deaths, starts } = lives(&hosts[at]);
     let host = Host {
         hosts,
@@ -109,6 +112,7 @@ pub(crate) fn restart_patterns(
         points_sorted: s.points.is_sorted_by_key(|p| p.time_ms),
     };
     let mut out = Vec::new();
+    let mut routine = Vec::new();
     for (key, deaths) in deaths {
         let st = starts.get(&key).map(Vec::as_slice).unwrap_or_default();
         let restarts = restarts(&deaths, st);
@@ -119,12 +123,28 @@ pub(crate) fn restart_patterns(
         }
         let ends = host.ends(&deaths);
         let mut p = host.pattern(key.0, &deaths, &ends, restarts);
+        let lives: Vec<Life> = deaths
+            .iter()
+            .map(|d| Life {
+                pid: d.exit.pid,
+                time_ms: d.time_ms,
+                lifetime_ms: d.exit.lifetime_ms,
+            })
+            .collect();
+        if is_routine(&hosts[at], s, &lives, &ends, flow) {
+            let codes = deaths
+                .iter()
+                .map(|d| d.status.and_then(|s| s.code))
+                .collect();
+            routine.push((p, codes));
+            continue;
+        }
         if long {
             p.deaths = host.listed(&deaths, &ends, &p.deaths, detail);
         }
         out.push(p);
     }
-    out
+    (out, routine_lines(routine))
 }
 
 /// How many of the deaths were restarts: followed by a start of the same command before the
@@ -189,6 +209,8 @@ impl Host<'_> {
             .collect::<std::collections::BTreeSet<_>>()
             .len();
         let new_args = distinct_args > 1;
+        let cmdlines: Vec<&str> = deaths.iter().map(|d| d.exit.cmdline.as_str()).collect();
+        let token = new_args && resume_token(&cmdlines);
         let ctx: Vec<DeathContext> = deaths
             .iter()
             .zip(ends)
@@ -217,10 +239,10 @@ impl Host<'_> {
             deaths.len(),
             restarts,
             every_text(every_s),
-            if new_args {
-                ", resuming with new arguments each time (a resume token?)"
-            } else {
-                ""
+            match (new_args, token) {
+                (_, true) => ", resuming with new arguments each time (a resume token?)",
+                (true, false) => ", with new arguments each time",
+                (false, _) => "",
             },
             before_deaths.join("; ")
         );
@@ -231,6 +253,7 @@ impl Host<'_> {
             restarts,
             every_s,
             new_arguments_each_time: new_args,
+            resume_token: token,
             summary,
             before_deaths,
             cause: cause.name(),

@@ -29,22 +29,55 @@ pub(crate) fn busiest_nic(s: &HostSeries) -> Option<&str> {
         .map(|(n, _, _)| n.as_str())
 }
 
-/// Transfer throughput of the busiest NIC, rx and tx in MB/s, against the link.
+/// The NICs of the host's inventory (every instance's `Hello`, no loopback) that no sample
+/// reported: idle the whole window.
+fn idle_nics(c: &HostCtx) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in &c.data.instances {
+        for n in &i.hello.nics {
+            let name = n.name.as_str();
+            if name != "lo" && !c.s.nics.contains_key(name) && !out.iter().any(|x| x == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Transfer throughput of the busiest NIC, rx and tx in MB/s, against the link; the inventory's
+/// NICs no sample reported are idle (drawn at 0 when there is no other, named in the caption).
 pub fn throughput(c: &HostCtx) -> (String, String) {
     let mut o = String::new();
     let mut lbls = String::new();
     let (top, ph) = (14.0, 124.0);
     let bottom = top + ph;
     let h = bottom + 18.0;
-    let Some(name) = busiest_nic(c.s) else {
-        open(&mut o, c, "throughput", h, true, "throughput: no NIC");
-        time_grid(&mut o, &c.ax, top, bottom);
-        no_data(&mut o, top, bottom, "no network interface reported");
-        overlays(&mut o, c, top, bottom);
-        o.push_str("</svg>");
-        return (o, "Throughput".into());
+    let mut idle = idle_nics(c);
+    let zero;
+    let (name, n) = match busiest_nic(c.s) {
+        Some(name) => (name.to_string(), &c.s.nics[name]),
+        None if !idle.is_empty() => {
+            let k = c.s.points.len();
+            zero = crate::series::NicSeries {
+                rx_bps: vec![0.0; k],
+                tx_bps: vec![0.0; k],
+                speed_bps: vec![0.0; k],
+                full_duplex: vec![true; k],
+                up: vec![true; k],
+                ..Default::default()
+            };
+            (idle.remove(0), &zero)
+        }
+        None => {
+            open(&mut o, c, "throughput", h, true, "throughput: no NIC");
+            time_grid(&mut o, &c.ax, top, bottom);
+            no_data(&mut o, top, bottom, "no network interface reported");
+            overlays(&mut o, c, top, bottom);
+            o.push_str("</svg>");
+            return (o, "Throughput".into());
+        }
     };
-    let n = &c.s.nics[name];
+    let name = name.as_str();
     let mb = |v: &[f64]| v.iter().map(|x| x / MB).collect::<Vec<f64>>();
     let (rx, tx) = (mb(&n.rx_bps), mb(&n.tx_bps));
     let brx = downsample(&c.sp, &rx, &c.ax);
@@ -69,7 +102,11 @@ pub fn throughput(c: &HostCtx) -> (String, String) {
         } else {
             " · link speed unknown".into()
         }
-    );
+    ) + &if idle.is_empty() {
+        String::new()
+    } else {
+        format!(" · idle (no traffic): {}", idle.join(", "))
+    };
     open(&mut o, c, "throughput", h, true, &caption);
     time_grid(&mut o, &c.ax, top, bottom);
     y_grid(&mut o, top, bottom, ymax, step, false, |v| {

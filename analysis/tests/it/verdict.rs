@@ -1003,3 +1003,99 @@ fn text_report_leads_with_the_verdict() {
         "{first}"
     );
 }
+
+/// A shell loop that starts and ends cleanly every 10 s (now and then with status 1) beside a
+/// real transfer, and `sleep N` with another N each time: routine, one line each at the end;
+/// an `rsync` killed twice stays a pattern.
+#[test]
+fn clean_shell_loops_are_one_line_at_the_end_and_kills_stay_patterns() {
+    let mut h = host_data(&atom("src"), 300, |_| Load {
+        nics: vec![(0, 0.1, 50.0)],
+        avail_kib: 900_000,
+        ..Default::default()
+    });
+    let t0 = h.samples[0].time_ms;
+    let info = |pid: u32, comm: &str, cmd: &str| ProcessInfo {
+        pid,
+        ppid: 1,
+        comm: hs(comm),
+        cmdline: hs(cmd),
+        start_ticks: pid as u64,
+    };
+    let end = |t: u64, p: ProcessInfo, code: Option<u8>, signal: Option<u8>| {
+        TimedEvent::new(
+            t,
+            0,
+            0,
+            &Event::ProcessEnd(ProcessEnd {
+                exit: ProcessExit {
+                    process: p,
+                    lifetime_ms: 2_000,
+                    cpu_ticks: 1,
+                },
+                status: ExitStatus {
+                    seen: ExitSeen::Kernel,
+                    code,
+                    signal,
+                    core_dumped: false,
+                    oom_killed: false,
+                    before_ms: 0,
+                },
+            }),
+        )
+    };
+    let start = |t: u64, p: ProcessInfo| TimedEvent::new(t, 0, 0, &Event::ProcessStart(p));
+    for k in 0..17u32 {
+        let t = t0 + 10_000 * (k as u64 + 1);
+        let code = if k == 4 || k == 11 { 1 } else { 0 };
+        h.events.push(end(
+            t,
+            info(2000 + k, "bash", "bash /dev/fd/63"),
+            Some(code),
+            None,
+        ));
+        h.events
+            .push(start(t + 500, info(2001 + k, "bash", "bash /dev/fd/63")));
+        let n = [3, 5, 4][k as usize % 3];
+        let sleep = format!("sleep {n}");
+        h.events
+            .push(end(t + 100, info(5000 + k, "sleep", &sleep), Some(0), None));
+        h.events
+            .push(start(t + 600, info(5001 + k, "sleep", &sleep)));
+    }
+    for k in 0..3u32 {
+        let t = t0 + 70_000 * (k as u64 + 1);
+        let cmd = format!("timeout 5 strace -p {}", 4101 + 7 * k);
+        h.events
+            .push(end(t, info(7000 + k, "rsync", &cmd), None, Some(9)));
+        h.events.push(start(t + 500, info(7001 + k, "rsync", &cmd)));
+    }
+    h.events.sort_by_key(|e| e.time_ms);
+    let r = build(&[h], &Options::default());
+    assert_eq!(r.patterns.len(), 1, "{:#?}", r.patterns);
+    let p = &r.patterns[0];
+    assert_eq!((p.process.as_str(), p.cause), ("rsync", "killed"));
+    // A pid that changes is new arguments, not a resume token.
+    assert!(p.new_arguments_each_time && !p.resume_token, "{p:#?}");
+    assert!(
+        p.summary.contains("with new arguments each time") && !p.summary.contains("token"),
+        "{}",
+        p.summary
+    );
+    let lines: Vec<&str> = r.routine_exits.iter().map(|x| x.line.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "src: `bash`: 15 clean exits, 2 with status 1",
+            "src: `sleep`: 17 clean exits"
+        ]
+    );
+    let text = nasprobe_analysis::text::render(&r);
+    assert!(!text.contains("Pattern: src: `bash"), "{text}");
+    assert!(!text.contains("Pattern: src: `sleep"), "{text}");
+    // The loop is one line, at the end: after the hosts' table.
+    let table = text.find("hottest thread").unwrap();
+    let routine = text.find("  - src: `bash`: 15 clean exits").unwrap();
+    assert!(routine > table, "{text}");
+    assert!(text.contains("Pattern: src: `timeout N strace"), "{text}");
+}

@@ -20,19 +20,7 @@ pub(crate) fn write_points(
     hosts: &[String],
     sink: &mut dyn Sink,
 ) -> anyhow::Result<(u64, u64)> {
-    let stored = store.summary(from_ms, None)?;
-    for h in hosts {
-        anyhow::ensure!(
-            stored.iter().any(|w| &w.host == h),
-            "no data for host {h:?} in the store {} (hosts: {})",
-            store.path().display(),
-            stored
-                .iter()
-                .map(|w| w.host.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    crate::store::window::ensure_hosts_stored(store, from_ms, hosts)?;
     let (mut ns, mut ne) = (0, 0);
     let mut skipped = 0u64;
     // Timestamps as pushed to VictoriaMetrics: strictly increasing per instance.

@@ -9,5 +9,6 @@ pub mod ladder;
 pub mod record;
 pub mod report;
 pub mod serve;
+pub mod shell;
 pub mod test;
 pub mod watch;

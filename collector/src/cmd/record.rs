@@ -109,14 +109,8 @@ pub fn run(
             .unwrap_or_else(|| "writes failed".into());
         anyhow::bail!("stopped with records not stored: {err}");
     }
-    let mut failed: Vec<String> = Vec::new();
     for h in live.snapshot() {
-        // A connection still streaming at the stop was cancelled with the run: count it to now.
-        let connected = h.connected_for + h.connected_since.map_or(Duration::ZERO, |t| t.elapsed());
-        let down = ran.saturating_sub(connected);
-        let interval =
-            Duration::from_millis(h.hello.as_ref().map_or(1000, |x| x.interval_ms.into()));
-        let judged = ran >= UNREACHABLE_JUDGED_AFTER.max(2 * interval);
+        let down = crate::net::outcome::down_for(&h, ran);
         if !down.is_zero() && down.as_secs_f64() >= 0.5 {
             eprintln!(
                 "nasprobe: {} unreachable for {:.1} s of {:.1} s{}",
@@ -126,35 +120,9 @@ pub fn run(
                 refusal_note(&h)
             );
         }
-        let mut why: Vec<String> = h.config_error.clone().into_iter().collect();
-        if h.received == 0 && judged {
-            why.push(format!(
-                "{}: delivered nothing in {:.1} s",
-                h.name,
-                ran.as_secs_f64()
-            ));
-        } else if judged
-            && (down > ran * 3 / 4 || (down > ran / 2 && h.tampered + h.marked_bad > 0))
-        {
-            why.push(format!(
-                "{}: unreachable for most of the run ({:.1} s of {:.1} s)",
-                h.name,
-                down.as_secs_f64(),
-                ran.as_secs_f64()
-            ));
-        }
-        failed.extend(why);
     }
-    anyhow::ensure!(failed.is_empty(), "{}", failed.join("; "));
-    Ok(())
+    crate::net::outcome::ensure_delivered(&live, ran)
 }
-
-/// A run shorter than this is not judged by how long a host was unreachable (connecting alone
-/// takes a moment). A judged host fails when it delivered nothing, was unreachable for more than
-/// three quarters of the run, or for more than half of it with refusals (frames failing
-/// authentication, marked bad): an agent restarted on purpose, reconnecting after its backoff,
-/// is away for half of a short run and still a success.
-const UNREACHABLE_JUDGED_AFTER: Duration = Duration::from_secs(2);
 
 /// What the collector refused of host `h` on this run, for its unreachable line.
 fn refusal_note(h: &crate::net::conn::HostLive) -> String {

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::context::Context;
 use crate::output;
 use crate::store::rollup;
-use crate::store::window::{load, resolution, window};
+use crate::store::window::{load, load_only, resolution, window};
 
 /// What `nasprobe report` was asked for.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +24,8 @@ pub struct ReportArgs {
     pub json: bool,
     pub expect_bytes: Option<u64>,
     pub html: Option<std::path::PathBuf>,
+    /// Only these hosts (`--host`, repeatable; all when empty).
+    pub hosts: Vec<String>,
 }
 
 /// What the report says about its resolution when it read rollups.
@@ -54,7 +56,7 @@ fn write_html(path: &Path, hosts: &[HostData], analysis: &Analysis) -> anyhow::R
 /// (with `--json` as well: the JSON too).
 pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
     let store = c.open_store_read()?;
-    let (hosts, analysis) = load(&store, a.since, a.expect_bytes)?;
+    let (hosts, analysis) = load_only(&store, a.since, a.expect_bytes, &a.hosts)?;
     let (from, to) = window(a.since);
     let step = resolution(&store, from, to)?;
     let report = &analysis.report;

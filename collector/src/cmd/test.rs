@@ -122,12 +122,16 @@ fn mb_s(bytes: u64, us: u64) -> f64 {
     nasprobe_analysis::verdict::round2(bytes as f64 / (us.max(1) as f64 / 1e6) / 1e6)
 }
 
+/// Whether the recording beside a test got records of every host ([`crate::net::outcome`]):
+/// its error is returned after the result is shown.
+type Delivered = anyhow::Result<()>;
+
 /// Runs one test on `host`'s agent while recording it; returns the result and the wall.
 fn run_recorded(
     c: &Context,
     host: &str,
     req: TestRequest,
-) -> anyhow::Result<(String, TestResult, serde_json::Value)> {
+) -> anyhow::Result<(String, TestResult, serde_json::Value, Delivered)> {
     let mut targets = c.targets(&[host.to_string()], false)?;
     anyhow::ensure!(targets.len() == 1, "name one host");
     let target = targets.remove(0);
@@ -135,6 +139,7 @@ fn run_recorded(
     let addr = target.spec.addr.clone();
     let token = target.token.clone();
     let collector = Collector::start(c.open_store()?, vec![target], Some(c.retention));
+    let started = std::time::Instant::now();
     crate::signals::install();
     let outcome = smol::block_on(async {
         let mut s = Session::connect(&name, &addr, &token).await?;
@@ -157,7 +162,9 @@ fn run_recorded(
         TestResult::Failed(_) | TestResult::Net(_) => (0, 0),
     };
     std::thread::sleep(SETTLE);
+    let live = collector.live.clone();
     let store = collector.finish()?;
+    let delivered = crate::net::outcome::ensure_delivered(&live, started.elapsed());
     let wall = if to > from {
         let r = crate::store::window::load_between(&store, Some(from), Some(to), None)?
             .1
@@ -166,7 +173,7 @@ fn run_recorded(
     } else {
         serde_json::Value::Null
     };
-    Ok((name, result, wall))
+    Ok((name, result, wall, delivered))
 }
 
 /// `nasprobe test disk HOST --path DIR [--size 1G] [--allow-tmpfs] [--json]`.
@@ -186,7 +193,7 @@ pub fn disk(
         bytes,
         allow_tmpfs,
     });
-    let (name, result, wall) = run_recorded(c, host, req)?;
+    let (name, result, wall, delivered) = run_recorded(c, host, req)?;
     let d: DiskResult = match result {
         TestResult::Disk(d) => d,
         TestResult::Failed(why) => bail!("{name}: the disk test failed: {why}"),
@@ -217,7 +224,7 @@ pub fn disk(
         o.text(&disk_text(&out))?;
     }
     o.finish()?;
-    Ok(())
+    delivered
 }
 
 fn disk_text(d: &DiskOut) -> String {
@@ -389,6 +396,7 @@ pub fn net(
         targets[1].token.clone(),
     );
     let collector = Collector::start(c.open_store()?, targets, Some(c.retention));
+    let started = std::time::Instant::now();
     crate::signals::install();
     let total_s = u16::try_from(u64::from(seconds) * streams.len() as u64).unwrap_or(60);
     let outcome = smol::block_on(async {
@@ -462,7 +470,9 @@ pub fn net(
     let sent = runs_of(&s_name, sent);
     let got = runs_of(&d_name, got);
     std::thread::sleep(SETTLE);
+    let live = collector.live.clone();
     let store = collector.finish()?;
+    let delivered = crate::net::outcome::ensure_delivered(&live, started.elapsed());
     let (sent, got) = (sent?, got?);
     let mut results = Vec::new();
     for (i, &k) in streams.iter().enumerate() {
@@ -501,7 +511,7 @@ pub fn net(
         o.text(&net_text(&out))?;
     }
     o.finish()?;
-    Ok(())
+    delivered
 }
 
 fn net_verdict(results: &[NetRunOut]) -> String {

@@ -533,7 +533,21 @@ pub struct Target {
 impl Collector {
     /// Opens nothing itself: takes an open store and starts collecting on a new thread.
     pub fn start(store: Store, targets: Vec<Target>, retention: Option<Retention>) -> Collector {
+        Self::start_with_own(store, targets, retention, None)
+    }
+
+    /// [`Collector::start`] with what is nasprobe's own on one host (index, [`crate::own::Own`])
+    /// left out of the views.
+    pub fn start_with_own(
+        store: Store,
+        targets: Vec<Target>,
+        retention: Option<Retention>,
+        own: Option<(usize, crate::own::Own)>,
+    ) -> Collector {
         let live = Live::new(&targets.iter().map(|t| t.spec.clone()).collect::<Vec<_>>());
+        if let Some(o) = own {
+            live.own.set(o).ok();
+        }
         let (stop, stop_rx) = smol::channel::bounded::<()>(1);
         let done = Arc::new(AtomicBool::new(false));
         let (l2, d2) = (live.clone(), done.clone());

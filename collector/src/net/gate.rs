@@ -399,10 +399,14 @@ impl Gate {
 
 /// A stored record into the views' state of host `idx`.
 fn show(live: &Live, idx: usize, r: nasprobe_proto::Record) {
+    let own = live.own.get().filter(|o| o.0 == idx).map(|o| &o.1);
     live.with(idx, |h| {
         h.received += 1;
         match r.body {
-            RecordBody::Sample(smp) => {
+            RecordBody::Sample(mut smp) => {
+                if let Some(o) = own {
+                    o.filter_sample(&mut smp);
+                }
                 if h.last.as_ref().is_none_or(|l| l.0 < r.seq) {
                     h.last = Some((r.seq, r.time_ms, Box::new(smp)));
                 }
@@ -410,7 +414,10 @@ fn show(live: &Live, idx: usize, r: nasprobe_proto::Record) {
             // Per-sample TCP connections are measurements, not recent events.
             RecordBody::Event(Event::Connections(_)) => {}
             RecordBody::Event(Event::Shaping(sh)) => h.shaping = Some(sh),
-            RecordBody::Event(Event::OpenFiles(f)) => {
+            RecordBody::Event(Event::OpenFiles(mut f)) => {
+                if let Some(o) = own {
+                    o.filter_files(&mut f);
+                }
                 if h.files.as_ref().is_none_or(|l| l.0 <= r.time_ms) {
                     h.files = Some((r.time_ms, f));
                 }

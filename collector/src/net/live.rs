@@ -83,6 +83,9 @@ pub struct Live {
     /// The alert task's feed, when alerts are evaluated: told of each committed batch,
     /// never waited for (`crate::alerts::base::Feed`).
     pub alert_feed: std::sync::OnceLock<Arc<crate::alerts::base::Feed>>,
+    /// Host index and what is nasprobe's own there (`watch --local`): left out of the views'
+    /// copy of its records ([`crate::own`]).
+    pub own: std::sync::OnceLock<(usize, crate::own::Own)>,
 }
 
 impl Live {
@@ -149,6 +152,7 @@ impl Live {
             abandon: AtomicBool::new(false),
             unstored: Mutex::new(Vec::new()),
             alert_feed: std::sync::OnceLock::new(),
+            own: std::sync::OnceLock::new(),
         })
     }
 

@@ -36,15 +36,68 @@ pub fn load(
     load_between(store, from, to, expect_bytes)
 }
 
+/// [`load`] of only the hosts named in `only` (all when empty); a name with nothing stored in
+/// the window is an error naming the hosts there are.
+pub fn load_only(
+    store: &StoreReader,
+    since: Option<Duration>,
+    expect_bytes: Option<u64>,
+    only: &[String],
+) -> anyhow::Result<(Vec<HostData>, Analysis)> {
+    let (from, to) = window(since);
+    ensure_hosts_stored(store, from, only)?;
+    load_between_of(store, from, to, expect_bytes, only)
+}
+
+/// Every host of `hosts` has data in the store from `from_ms` on; else the error names the hosts
+/// that have.
+pub(crate) fn ensure_hosts_stored(
+    store: &StoreReader,
+    from_ms: Option<u64>,
+    hosts: &[String],
+) -> anyhow::Result<()> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let stored = store.summary(from_ms, None)?;
+    for h in hosts {
+        anyhow::ensure!(
+            stored.iter().any(|w| &w.host == h),
+            "no data for host {h:?} in the store {} (hosts: {})",
+            store.path().display(),
+            stored
+                .iter()
+                .map(|w| w.host.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// [`load`] over `[from, to]` (ms since the epoch; None: open ended).
 pub fn load_between(
+    store: &StoreReader,
+    from: Option<u64>,
+    to: Option<u64>,
+    expect_bytes: Option<u64>,
+) -> anyhow::Result<(Vec<HostData>, Analysis)> {
+    load_between_of(store, from, to, expect_bytes, &[])
+}
+
+/// [`load_between`] of the hosts named in `only` (all when empty).
+fn load_between_of(
     store: &StoreReader,
     mut from: Option<u64>,
     mut to: Option<u64>,
     expect_bytes: Option<u64>,
+    only: &[String],
 ) -> anyhow::Result<(Vec<HostData>, Analysis)> {
     let step = resolution(store, from, to)?;
-    let hosts: Vec<HostData> = store.load_window_at(from, to, step)?;
+    let mut hosts: Vec<HostData> = store.load_window_at(from, to, step)?;
+    if !only.is_empty() {
+        hosts.retain(|h| only.contains(&h.name));
+    }
     if hosts.is_empty() && from.is_none() {
         // Nothing stored: an empty window ending now rather than at the epoch.
         let now = now_ms();

@@ -15,7 +15,7 @@ mod tui;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::context::Context;
 use crate::hosts::HostSpec;
@@ -24,9 +24,13 @@ use crate::net::conn::{Collector, Target};
 use plain::plain_loop;
 use tui::tui_loop;
 
+/// `show_self`: with `local`, the collector's process and nasprobe's files stay in the views
+/// (else left out, [`crate::own`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     c: &Context,
     local: bool,
+    show_self: bool,
     duration: Option<Duration>,
     plain: bool,
     alert_args: &crate::alerts::AlertArgs,
@@ -54,8 +58,13 @@ pub fn run(
         None
     };
     let store = c.open_store()?;
+    let own = _agent
+        .as_ref()
+        .filter(|_| !show_self)
+        .map(|a| (0, crate::own::Own::local(&c.db, &a.log)));
     crate::signals::install();
-    let col = Collector::start(store, targets, Some(c.retention));
+    let col = Collector::start_with_own(store, targets, Some(c.retention), own);
+    let started = Instant::now();
     let alerts = crate::alerts::Alerts::start(c.db.clone(), col.live.clone(), alert_cfg)?;
     let verdict = LiveVerdict::start(c.db.clone()).with_alerts(alerts.shared.clone());
     let res = if plain || !std::io::stdout().is_terminal() {
@@ -64,8 +73,11 @@ pub fn run(
         tui_loop(&col.live, &verdict, duration)
     };
     drop(verdict);
+    let live = col.live.clone();
     let stored = col.finish();
     alerts.finish();
     stored?;
-    res
+    res?;
+    // As `record`: 1 with a line per host that never delivered (the local agent included).
+    crate::net::outcome::ensure_delivered(&live, started.elapsed())
 }

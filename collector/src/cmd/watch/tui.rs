@@ -39,11 +39,24 @@ struct View {
     focus: Option<usize>,
 }
 
+/// `NO_COLOR`: every cell in the terminal's own colours; a cell that had a background (the
+/// alert banner) is drawn reversed instead, so it still stands out. Bold stays.
+fn uncolor(buf: &mut ratatui::buffer::Buffer) {
+    for c in buf.content.iter_mut() {
+        if c.bg != Color::Reset {
+            c.modifier.insert(Modifier::REVERSED);
+        }
+        c.fg = Color::Reset;
+        c.bg = Color::Reset;
+    }
+}
+
 pub(super) fn tui_loop(
     live: &Live,
     verdict: &LiveVerdict,
     duration: Option<Duration>,
 ) -> anyhow::Result<()> {
+    let color = crate::output::color_wanted();
     let mut term = ratatui::init();
     let start = Instant::now();
     let mut history: HashMap<String, HostHistory> = HashMap::new();
@@ -72,7 +85,12 @@ pub(super) fn tui_loop(
                 view.store_err = live.store_error.lock().ok().and_then(|e| e.clone());
                 view.banner = verdict.latest();
             }
-            term.draw(|f| draw(f, &view, &history))?;
+            term.draw(|f| {
+                draw(f, &view, &history);
+                if !color {
+                    uncolor(f.buffer_mut());
+                }
+            })?;
             if event::poll(Duration::from_millis(250))?
                 && let TermEvent::Key(k) = event::read()?
                 && k.kind == KeyEventKind::Press
@@ -550,5 +568,24 @@ fn body_lines(
                 m.swap_used_mib, m.swap_total_mib, m.swap_pages_s
             )),
         ]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_keeps_bold_and_reverses_what_had_a_background() {
+        let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, 2, 1));
+        buf.content[0].set_style(Style::default().fg(Color::Red).add_modifier(Modifier::BOLD));
+        buf.content[1].set_style(Style::default().fg(Color::White).bg(Color::Red));
+        uncolor(&mut buf);
+        for c in &buf.content {
+            assert_eq!((c.fg, c.bg), (Color::Reset, Color::Reset));
+        }
+        assert!(buf.content[0].modifier.contains(Modifier::BOLD));
+        assert!(!buf.content[0].modifier.contains(Modifier::REVERSED));
+        assert!(buf.content[1].modifier.contains(Modifier::REVERSED));
     }
 }
