@@ -54,6 +54,29 @@ vm_start() {
     wait_http "http://127.0.0.1:$port/health" 30 || fail "VictoriaMetrics did not start ($dir.log)"
 }
 
+# prom_start DIR PORT CONFIG [FLAG...]: starts Prometheus on 127.0.0.1:PORT with its TSDB in DIR
+# and the config file CONFIG; sets PROM_PID. Log: DIR.log.
+prom_start() {
+    local dir=$1 port=$2 config=$3
+    shift 3
+    prometheus --config.file "$config" --storage.tsdb.path "$dir" \
+        --web.listen-address "127.0.0.1:$port" "$@" >>"$dir.log" 2>&1 &
+    PROM_PID=$!
+    PIDS+=("$PROM_PID")
+    wait_http "http://127.0.0.1:$port/-/ready" 60 || fail "Prometheus not ready: $(tail -5 "$dir.log")"
+}
+
+# The flag that turns on Prometheus' remote write receiver (2.33 and later; older: a feature).
+prom_receiver_flag() {
+    local help
+    help=$(prometheus --help 2>&1 || true)
+    if [[ $help == *--web.enable-remote-write-receiver* ]]; then
+        echo --web.enable-remote-write-receiver
+    else
+        echo --enable-feature=remote-write-receiver
+    fi
+}
+
 # vm_export PORT SELECTOR: raw points (JSON lines). Rows show in queries about 1 s after they
 # were received, even after a flush: flush, wait 3 s, export.
 vm_export() {

@@ -93,6 +93,8 @@ for line in open(sys.argv[3]):
     s = json.loads(line)
     labels = dict(s["metric"])
     m = labels.pop("__name__")
+    # Every series carries the collector's name (the store's points do not).
+    want(labels.pop("collector", "") != "", f"{m} {labels}: no collector label")
     k = key(m, labels)
     want(k not in engine, f"{k}: two series")
     want(len(set(s["timestamps"])) == len(s["timestamps"]), f"{k}: duplicate timestamps")

@@ -43,7 +43,7 @@ pub mod window;
 mod write;
 
 pub use check::InstanceCheck;
-pub use export_cursor::{ExportCursor, ExportInstance, ExportRecord};
+pub use export_cursor::{ExportCursor, ExportInstance, ExportRecord, ExportUnsent};
 pub use read::{HostSummary, Walked};
 pub use retention::{Retention, RetentionCutoffs};
 pub use schema::SCHEMA_VERSION;

@@ -29,6 +29,7 @@ pub fn run(
     local: bool,
     duration: Option<Duration>,
     plain: bool,
+    push: &crate::cli::PushFlags,
     alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
@@ -54,6 +55,7 @@ pub fn run(
         None
     };
     let store = c.open_store()?;
+    let pushing = crate::export::Pushing::start(&c.db, push, &c.collector)?;
     crate::signals::install();
     let col = Collector::start(store, targets, Some(c.retention));
     let alerts = crate::alerts::Alerts::start(c.db.clone(), col.live.clone(), alert_cfg)?;
@@ -66,6 +68,7 @@ pub fn run(
     drop(verdict);
     let stored = col.finish();
     alerts.finish();
+    pushing.finish();
     stored?;
     res
 }
