@@ -1,6 +1,22 @@
 # Shared helpers of the export e2e tests (tests/e2e/export_*.sh). Source it; not a test step
-# (not executable). Expects: TMP (temp dir), say(), fail(), and a PIDS array for cleanup.
+# (not executable). Expects say() and fail() (lib/base.sh); export_begin sets TMP and PIDS.
 # shellcheck shell=bash
+
+# export_begin PREFIX: a fresh temp folder TMP (kept with NASPROBE_KEEP=1), the PIDS array whose
+# processes are killed at exit, and the engines installed.
+export_begin() {
+    TMP="$(e2e_tmpdir "$1")"
+    PIDS=()
+    trap export_cleanup EXIT
+    export_install_engines
+}
+
+export_cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
+}
 
 # Installs the Debian packages victoria-metrics and prometheus when their binaries are missing.
 # The packages' systemd units do not matter: the tests start the binaries by hand.

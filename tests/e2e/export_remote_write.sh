@@ -26,17 +26,9 @@ E2E_NAME=export_remote_write
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 for t in python3 curl; do command -v $t >/dev/null || e2e_skip "$E2E_NAME" "$t missing"; done
 
-TMP="$(e2e_tmpdir export-rw)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
 # shellcheck source=tests/e2e/export_lib.sh
 source "$REPO/tests/e2e/export_lib.sh"
-export_install_engines
+export_begin export-rw
 
 export_start_scenario synology-replication
 DB="$TMP/nasprobe.db"

@@ -25,17 +25,9 @@ E2E_NAME=export_vm
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 for t in python3 curl; do command -v $t >/dev/null || fail "$t missing"; done
 
-TMP="$(e2e_tmpdir export-vm)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
 # shellcheck source=tests/e2e/export_lib.sh
 source "$REPO/tests/e2e/export_lib.sh"
-export_install_engines
+export_begin export-vm
 
 # --- scenario and agents -----------------------------------------------------------------------
 DB="$TMP/nasprobe.db"

@@ -453,6 +453,18 @@ pub struct BatchStats {
     pub bytes: u64,
 }
 
+impl BatchStats {
+    /// Adds another batch's figures.
+    pub fn add(&mut self, b: &BatchStats) {
+        self.samples += b.samples;
+        self.events += b.events;
+        self.lines += b.lines;
+        self.skipped += b.skipped;
+        self.rejected += b.rejected;
+        self.bytes += b.bytes;
+    }
+}
+
 /// The exporter's state between batches (lives with its store connection).
 pub struct ExportState {
     instances: HashMap<i64, ExportInstance>,
@@ -1014,12 +1026,7 @@ pub fn backfill_with(
     let start = Instant::now();
     let mut total = BatchStats::default();
     while let Some(b) = push_batch(store, pusher, st, batch_records)? {
-        total.samples += b.samples;
-        total.events += b.events;
-        total.lines += b.lines;
-        total.skipped += b.skipped;
-        total.rejected += b.rejected;
-        total.bytes += b.bytes;
+        total.add(&b);
         progress(&total);
     }
     Ok((total, start.elapsed().as_secs_f64()))
@@ -1039,23 +1046,17 @@ pub fn backfill_retrying(
     let mut progress = Instant::now();
     let mut wait = rw::MIN_BACKOFF;
     loop {
-        match backfill_with(store, pusher, st, BATCH_RECORDS, &mut |_| {}) {
-            Ok((b, _)) => {
-                total.samples += b.samples;
-                total.events += b.events;
-                total.lines += b.lines;
-                total.skipped += b.skipped;
-                total.rejected += b.rejected;
-                total.bytes += b.bytes;
-                return Ok((total, start.elapsed().as_secs_f64()));
+        match push_batch(store, pusher, st, BATCH_RECORDS) {
+            Ok(Some(b)) => {
+                total.add(&b);
+                progress = Instant::now();
+                wait = rw::MIN_BACKOFF;
             }
+            Ok(None) => return Ok((total, start.elapsed().as_secs_f64())),
             Err(e) if progress.elapsed() < retry_for => {
-                log::info!("export: {e}; retrying in {:?}", wait);
+                log::info!("export: {e}; retrying in {wait:?}");
                 std::thread::sleep(wait);
                 wait = (wait * 2).min(rw::MAX_BACKOFF);
-                if st.last_import > progress {
-                    progress = st.last_import;
-                }
             }
             Err(e) => return Err(e),
         }
