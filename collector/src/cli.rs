@@ -55,6 +55,10 @@ impl Common {
                 .clone()
                 .unwrap_or_else(crate::hosts::HostList::default_path),
             retention: self.retention.unwrap_or(crate::store::Retention::DEFAULT),
+            collector: self
+                .collector_name
+                .clone()
+                .unwrap_or_else(crate::export::default_collector_name),
         }
     }
 }
@@ -75,6 +79,29 @@ pub struct Common {
     /// (e.g. raw=14d,1m=180d,1h=5y; one DUR sets raw only) [default: raw=14d,1m=180d,1h=5y]
     #[arg(long, global = true, value_name = "TIERS", value_parser = parse_retention)]
     pub retention: Option<crate::store::Retention>,
+    /// The `collector` label of every exported series (scrape, VictoriaMetrics, remote
+    /// write), so that collectors writing into one TSDB never overwrite each other
+    /// [default: this machine's host name]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub collector_name: Option<String>,
+}
+
+/// Where the commands that record also push what they store (docs/metrics.md).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PushFlags {
+    /// Also push every stored sample and event to this VictoriaMetrics (e.g.
+    /// http://127.0.0.1:8428), exactly once; while it is down records wait in the store
+    #[arg(long, value_name = "URL")]
+    pub export_vm: Option<String>,
+    /// Also push every stored sample and event with Prometheus remote write to this receiver
+    /// (e.g. http://127.0.0.1:9090/api/v1/write); while it is down records wait in the store,
+    /// a batch it refuses (4xx) is counted ('nasprobe hosts list')
+    #[arg(long, value_name = "URL")]
+    pub remote_write: Option<String>,
+    /// Credentials of the remote write receiver: a file with one line, 'bearer TOKEN' or
+    /// 'basic USER:PASSWORD'
+    #[arg(long, value_name = "FILE", requires = "remote_write")]
+    pub remote_write_auth: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,10 +112,8 @@ pub enum Command {
         /// Stop after this long (e.g. 30s, 10m, 2h)
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,
-        /// Also push every stored sample and event to this VictoriaMetrics (e.g.
-        /// http://127.0.0.1:8428), exactly once; while it is down records wait in the store
-        #[arg(long, value_name = "URL")]
-        export_vm: Option<String>,
+        #[command(flatten)]
+        push: PushFlags,
         #[command(flatten)]
         alerts: AlertFlags,
         /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
@@ -111,6 +136,8 @@ pub enum Command {
         /// Print plain lines even on a terminal
         #[arg(long)]
         plain: bool,
+        #[command(flatten)]
+        push: PushFlags,
         #[command(flatten)]
         alerts: AlertFlags,
         /// Agents (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list) [default: the host list]
@@ -165,6 +192,13 @@ pub enum Command {
         /// Instead of printing: push everything not yet pushed to this VictoriaMetrics, then exit
         #[arg(long, value_name = "URL", conflicts_with_all = ["format", "since", "host"])]
         push_vm: Option<String>,
+        /// Instead of printing: push everything not yet pushed to this remote write receiver
+        /// (Prometheus remote write 1.0), then exit
+        #[arg(long, value_name = "URL", conflicts_with_all = ["format", "since", "host", "push_vm"])]
+        remote_write: Option<String>,
+        /// Credentials of the remote write receiver (see record --remote-write-auth)
+        #[arg(long, value_name = "FILE", requires = "remote_write")]
+        remote_write_auth: Option<PathBuf>,
     },
     /// Prometheus scrape endpoint with the newest rates of every host in the store (and, given
     /// hosts, recording them meanwhile)
@@ -178,6 +212,8 @@ pub enum Command {
         /// Stop after this long
         #[arg(long, value_name = "DUR", value_parser = parse_duration)]
         duration: Option<Duration>,
+        #[command(flatten)]
+        push: PushFlags,
         #[command(flatten)]
         alerts: AlertFlags,
         /// Agents to record meanwhile (NAME=ADDR:PORT, ADDR[:PORT] or a NAME from the host list)

@@ -21,6 +21,8 @@ pub struct Context {
     pub hosts_file: PathBuf,
     /// How long each tier of the store is kept.
     pub retention: crate::store::Retention,
+    /// The `collector` label of every exported series (`--collector-name`).
+    pub collector: String,
 }
 
 impl Context {

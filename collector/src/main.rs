@@ -37,10 +37,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Record {
             duration,
-            export_vm,
+            push,
             alerts,
             hosts,
-        } => nasprobe::cmd::record::run(c, duration, export_vm.as_deref(), &alerts.args(), &hosts),
+        } => nasprobe::cmd::record::run(c, duration, &push, &alerts.args(), &hosts),
         Command::Alerts {
             list,
             since,
@@ -52,14 +52,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             since,
             host,
             push_vm,
-        } => match push_vm {
-            Some(url) => nasprobe::cmd::export::push_vm(c, &url),
-            None => nasprobe::cmd::export::run(c, format, since, &host),
+            remote_write,
+            remote_write_auth,
+        } => match (push_vm, remote_write) {
+            (Some(url), _) => nasprobe::cmd::export::push_vm(c, &url),
+            (None, Some(url)) => {
+                nasprobe::cmd::export::push_remote_write(c, &url, remote_write_auth.as_deref())
+            }
+            (None, None) => nasprobe::cmd::export::run(c, format, since, &host),
         },
         Command::Serve {
             metrics,
             max_age,
             duration,
+            push,
             alerts,
             hosts,
         } => nasprobe::cmd::serve::run(
@@ -67,6 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             &metrics,
             (!max_age.is_zero()).then_some(max_age),
             duration,
+            &push,
             &alerts.args(),
             &hosts,
         ),
@@ -75,11 +82,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             show_self,
             duration,
             plain,
+            push,
             alerts,
             hosts,
-        } => {
-            nasprobe::cmd::watch::run(c, local, show_self, duration, plain, &alerts.args(), &hosts)
-        }
+        } => nasprobe::cmd::watch::run(
+            c,
+            local,
+            show_self,
+            duration,
+            plain,
+            &push,
+            &alerts.args(),
+            &hosts,
+        ),
         Command::Report {
             since,
             json,

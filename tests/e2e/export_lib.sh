@@ -1,6 +1,22 @@
 # Shared helpers of the export e2e tests (tests/e2e/export_*.sh). Source it; not a test step
-# (not executable). Expects: TMP (temp dir), say(), fail(), and a PIDS array for cleanup.
+# (not executable). Expects say() and fail() (lib/base.sh); export_begin sets TMP and PIDS.
 # shellcheck shell=bash
+
+# export_begin PREFIX: a fresh temp folder TMP (kept with NASPROBE_KEEP=1), the PIDS array whose
+# processes are killed at exit, and the engines installed.
+export_begin() {
+    TMP="$(e2e_tmpdir "$1")"
+    PIDS=()
+    trap export_cleanup EXIT
+    export_install_engines
+}
+
+export_cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
+}
 
 # Installs the Debian packages victoria-metrics and prometheus when their binaries are missing.
 # The packages' systemd units do not matter: the tests start the binaries by hand.
@@ -52,6 +68,29 @@ vm_start() {
     VM_PID=$!
     PIDS+=("$VM_PID")
     wait_http "http://127.0.0.1:$port/health" 30 || fail "VictoriaMetrics did not start ($dir.log)"
+}
+
+# prom_start DIR PORT CONFIG [FLAG...]: starts Prometheus on 127.0.0.1:PORT with its TSDB in DIR
+# and the config file CONFIG; sets PROM_PID. Log: DIR.log.
+prom_start() {
+    local dir=$1 port=$2 config=$3
+    shift 3
+    prometheus --config.file "$config" --storage.tsdb.path "$dir" \
+        --web.listen-address "127.0.0.1:$port" "$@" >>"$dir.log" 2>&1 &
+    PROM_PID=$!
+    PIDS+=("$PROM_PID")
+    wait_http "http://127.0.0.1:$port/-/ready" 60 || fail "Prometheus not ready: $(tail -5 "$dir.log")"
+}
+
+# The flag that turns on Prometheus' remote write receiver (2.33 and later; older: a feature).
+prom_receiver_flag() {
+    local help
+    help=$(prometheus --help 2>&1 || true)
+    if [[ $help == *--web.enable-remote-write-receiver* ]]; then
+        echo --web.enable-remote-write-receiver
+    else
+        echo --enable-feature=remote-write-receiver
+    fi
 }
 
 # vm_export PORT SELECTOR: raw points (JSON lines). Rows show in queries about 1 s after they

@@ -23,17 +23,9 @@ E2E_NAME=export_prometheus
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 for t in python3 curl; do command -v $t >/dev/null || fail "$t missing"; done
 
-TMP="$(e2e_tmpdir export-prom)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
 # shellcheck source=tests/e2e/export_lib.sh
 source "$REPO/tests/e2e/export_lib.sh"
-export_install_engines
+export_begin export-prom
 
 export_start_scenario synology-replication
 DB="$TMP/nasprobe.db"
@@ -78,10 +70,7 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:$MPORT"]
 EOF
-prometheus --config.file "$TMP/prometheus.yml" --storage.tsdb.path "$TMP/prom" \
-    --web.listen-address "127.0.0.1:$PPORT" >"$TMP/prometheus.log" 2>&1 &
-PIDS+=($!)
-wait_http "$PURL/-/ready" 60 || fail "Prometheus not ready: $(tail -5 "$TMP/prometheus.log")"
+prom_start "$TMP/prom" "$PPORT" "$TMP/prometheus.yml"
 
 # query PROMQL: the JSON answer of /api/v1/query.
 query() { curl -fsS --max-time 10 "$PURL/api/v1/query" --data-urlencode "query=$1"; }
@@ -100,7 +89,7 @@ wait_scrapes() {
         n=${n:-0}
         ((n >= base + $1)) && return 0
         t=$((t + 1))
-        ((t > 60)) && fail "Prometheus scraped $n times, wanted $((base + $1)) ($(tail -3 "$TMP/prometheus.log"))"
+        ((t > 60)) && fail "Prometheus scraped $n times, wanted $((base + $1)) ($(tail -3 "$TMP/prom.log"))"
         sleep 0.5
     done
 }

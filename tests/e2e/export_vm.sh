@@ -25,17 +25,9 @@ E2E_NAME=export_vm
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 for t in python3 curl; do command -v $t >/dev/null || fail "$t missing"; done
 
-TMP="$(e2e_tmpdir export-vm)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
 # shellcheck source=tests/e2e/export_lib.sh
 source "$REPO/tests/e2e/export_lib.sh"
-export_install_engines
+export_begin export-vm
 
 # --- scenario and agents -----------------------------------------------------------------------
 DB="$TMP/nasprobe.db"
@@ -93,6 +85,8 @@ for line in open(sys.argv[3]):
     s = json.loads(line)
     labels = dict(s["metric"])
     m = labels.pop("__name__")
+    # Every series carries the collector's name (the store's points do not).
+    want(labels.pop("collector", "") != "", f"{m} {labels}: no collector label")
     k = key(m, labels)
     want(k not in engine, f"{k}: two series")
     want(len(set(s["timestamps"])) == len(s["timestamps"]), f"{k}: duplicate timestamps")

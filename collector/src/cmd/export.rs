@@ -1,5 +1,6 @@
 //! `nasprobe export`: every stored point on stdout (`--format csv|json|influx`), or pushed to
-//! VictoriaMetrics (`--push-vm URL`) exactly once.
+//! VictoriaMetrics (`--push-vm URL`) exactly once, or to a Prometheus remote write receiver
+//! (`--remote-write URL`) at least once.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -110,16 +111,10 @@ pub fn run(
     Ok(())
 }
 
-/// `nasprobe export --push-vm URL`: pushes everything not yet pushed to that target, then exits.
-pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(c.db.exists(), "no database at {}", c.db.display());
-    let mut store = c.open_store()?;
-    let pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60));
-    let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
-    let (t, secs) =
-        vm::backfill_with(&mut store, &pusher, &mut st, vm::BATCH_RECORDS, &mut |_| {})?;
+/// The closing line of a push.
+fn say_pushed(t: &vm::BatchStats, secs: f64, url: &str) {
     eprintln!(
-        "nasprobe: pushed {} samples and {} events ({} points, {:.1} MB{}) to {} in {:.2}s: \
+        "nasprobe: pushed {} samples and {} events ({} points, {:.1} MB{}{}) to {} in {:.2}s: \
          {:.0} samples/s, {:.0} points/s",
         t.samples,
         t.events,
@@ -130,11 +125,52 @@ pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
         } else {
             String::new()
         },
-        pusher.target.base,
+        if t.rejected > 0 {
+            format!("; {} points refused for good", t.rejected)
+        } else {
+            String::new()
+        },
+        url,
         secs,
         t.samples as f64 / secs.max(1e-9),
         t.lines as f64 / secs.max(1e-9)
     );
+}
+
+/// `nasprobe export --remote-write URL`: pushes everything not yet pushed to that receiver
+/// (retrying a 5xx, a 429 or no answer with backoff for at most `RETRY_FOR`), then exits.
+pub fn push_remote_write(
+    c: &Context,
+    url: &str,
+    auth: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(c.db.exists(), "no database at {}", c.db.display());
+    let mut store = c.open_store()?;
+    let auth = auth
+        .map(crate::export::remote_write::read_auth)
+        .transpose()?;
+    let pusher = vm::Pusher::new(vm::VmTarget::remote_write(url)?, Duration::from_secs(60))
+        .with_auth(auth)
+        .with_collector(&c.collector);
+    let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
+    let (t, secs) = vm::backfill_retrying(&mut store, &pusher, &mut st, RETRY_FOR)?;
+    say_pushed(&t, secs, &pusher.target.base);
+    Ok(())
+}
+
+/// How long `export --remote-write` retries a receiver that does not answer 2xx or 4xx.
+const RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// `nasprobe export --push-vm URL`: pushes everything not yet pushed to that target, then exits.
+pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(c.db.exists(), "no database at {}", c.db.display());
+    let mut store = c.open_store()?;
+    let pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60))
+        .with_collector(&c.collector);
+    let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
+    let (t, secs) =
+        vm::backfill_with(&mut store, &pusher, &mut st, vm::BATCH_RECORDS, &mut |_| {})?;
+    say_pushed(&t, secs, &pusher.target.base);
     // The engine acknowledges before its disk has the rows: wait until it surely holds them,
     // so that a crash of the engine right after this command loses nothing unnoticed.
     if !st.all_sure() {

@@ -8,7 +8,7 @@ use crate::net::conn::Collector;
 pub fn run(
     c: &Context,
     duration: Option<Duration>,
-    export_vm: Option<&str>,
+    push: &crate::cli::PushFlags,
     alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
@@ -17,19 +17,7 @@ pub fn run(
     let db = c.db.clone();
     let store = c.open_store()?;
     // The exporter reads the store through its own connection and pushes what is committed.
-    let exporter = match export_vm {
-        Some(url) => {
-            let target = crate::export::vm::VmTarget::parse(url)?;
-            eprintln!("nasprobe: pushing to VictoriaMetrics at {}", target.base);
-            let pusher = crate::export::vm::Pusher::new(target, Duration::from_secs(30));
-            Some(crate::export::vm::Exporter::start(
-                db.clone(),
-                pusher,
-                Default::default(),
-            )?)
-        }
-        None => None,
-    };
+    let pushing = crate::export::Pushing::start(&db, push, &c.collector)?;
     crate::signals::install();
     let names: Vec<_> = targets.iter().map(|t| t.spec.name.clone()).collect();
     log::info!("recording {} into {}", names.join(", "), db.display());
@@ -58,23 +46,8 @@ pub fn run(
     if behind > 0 {
         eprintln!("nasprobe: the alert task fell behind {behind} times (storing never waited)");
     }
-    // Push what the last batches stored (the exporter gives up after its drain time).
-    if let Some(x) = exporter {
-        let l = x.live.clone();
-        x.finish();
-        let o = std::sync::atomic::Ordering::Relaxed;
-        eprintln!(
-            "nasprobe: pushed {} samples and {} events ({} points){}",
-            l.samples.load(o),
-            l.events.load(o),
-            l.lines.load(o),
-            if l.caught_up.load(o) {
-                ""
-            } else {
-                "; some wait in the store"
-            }
-        );
-    }
+    // Push what the last batches stored (the exporters give up after their drain time).
+    pushing.finish();
     let store = store?;
     let unstored = live.unstored_report();
     if let Some(u) = &unstored {

@@ -14,6 +14,7 @@ pub fn run(
     metrics: &str,
     max_age: Option<Duration>,
     duration: Option<Duration>,
+    push: &crate::cli::PushFlags,
     alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
@@ -40,7 +41,13 @@ pub fn run(
         )?),
         None => None,
     };
-    let server = Server::start(metrics, &db, max_age)?;
+    let pushing = match (&collector, &push.export_vm, &push.remote_write) {
+        (None, Some(_), _) | (None, _, Some(_)) => {
+            anyhow::bail!("--export-vm and --remote-write push what this run records: give hosts")
+        }
+        _ => crate::export::Pushing::start(&db, push, &c.collector)?,
+    };
+    let server = Server::start(metrics, &db, max_age, &c.collector)?;
     crate::signals::install();
     eprintln!(
         "nasprobe: serving the newest rates of {} on http://{}/metrics{}",
@@ -67,6 +74,7 @@ pub fn run(
         if let Some(a) = alerts {
             a.finish();
         }
+        pushing.finish();
         stored?;
     }
     Ok(())

@@ -304,6 +304,21 @@ mod tests {
     }
 
     #[test]
+    fn collector_label_is_last_and_escaped() {
+        use super::super::metrics::WithCollector;
+        let mut p = PromLines::default();
+        let mut w = WithCollector {
+            inner: &mut p,
+            name: "desk\"1",
+        };
+        w.point(CPU_BUSY, &[("host", "a"), ("cpu", "0")], 0.5, 7);
+        assert_eq!(
+            String::from_utf8(p.buf).unwrap(),
+            "nasprobe_cpu_busy_ratio{host=\"a\",cpu=\"0\",collector=\"desk\\\"1\"} 0.5 7\n"
+        );
+    }
+
+    #[test]
     fn exposition_groups_families() {
         let mut pts = Points::default();
         pts.point(CPU_BUSY, &[("host", "a"), ("cpu", "0")], 0.5, 1);

@@ -219,6 +219,27 @@ pub trait Sink {
     }
 }
 
+/// Adds the `collector` label (last) to every point before handing it on: the exporters wrap
+/// their sink in it, so the label is set in one place.
+pub struct WithCollector<'a> {
+    pub inner: &'a mut dyn Sink,
+    pub name: &'a str,
+}
+
+impl Sink for WithCollector<'_> {
+    fn point(&mut self, m: &'static Metric, labels: &[(&'static str, &str)], value: f64, ts: u64) {
+        let mut l = [("", ""); 8];
+        let n = labels.len().min(l.len() - 1);
+        l[..n].copy_from_slice(&labels[..n]);
+        l[n] = ("collector", self.name);
+        self.inner.point(m, &l[..=n], value, ts);
+    }
+
+    fn failed(&self) -> bool {
+        self.inner.failed()
+    }
+}
+
 /// Collects points (tests, the scrape endpoint).
 #[derive(Debug, Default, Clone)]
 pub struct Points(pub Vec<OwnedPoint>);

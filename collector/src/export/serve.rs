@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use nasprobe_proto::Sample;
 
 use super::format::exposition;
-use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, emit_sample};
+use super::metrics::{EVENTS_TOTAL, LAST_SAMPLE, Points, Sink, WithCollector, emit_sample};
 use crate::store::{Store, StoreReader, decode_stored};
 
 /// Largest request head accepted (request line and headers).
@@ -34,8 +34,13 @@ pub fn scrape(
     store: &StoreReader,
     max_age: Option<Duration>,
     now_ms: u64,
+    collector: &str,
 ) -> anyhow::Result<Vec<u8>> {
-    let mut pts = Points::default();
+    let mut all = Points::default();
+    let mut pts = WithCollector {
+        inner: &mut all,
+        name: collector,
+    };
     let instances = store.export_instances()?;
     for (host, rec) in store.latest_samples()? {
         let (row, seq, time_ms, body) = (rec.instance, rec.seq, rec.time_ms, rec.body);
@@ -56,12 +61,17 @@ pub fn scrape(
         emit_sample(&mut pts, &host, &inst.hello, &s, time_ms);
     }
     // The verdict over the 5 minutes before the newest sample.
-    if let Some(newest) = pts
+    let newest = all
         .0
         .iter()
         .filter(|p| p.metric.name == LAST_SAMPLE.name)
         .map(|p| p.ts_ms)
-        .max()
+        .max();
+    let mut pts = WithCollector {
+        inner: &mut all,
+        name: collector,
+    };
+    if let Some(newest) = newest
         && max_age.is_none_or(|a| now_ms.saturating_sub(newest) <= a.as_millis() as u64)
     {
         super::verdict::emit_verdict(&mut pts, store, newest)?;
@@ -74,7 +84,7 @@ pub fn scrape(
             now_ms,
         );
     }
-    Ok(exposition(&pts.0))
+    Ok(exposition(&all.0))
 }
 
 /// A running scrape endpoint.
@@ -87,7 +97,12 @@ pub struct Server {
 
 impl Server {
     /// Binds `addr` and serves the store at `db` on a background thread.
-    pub fn start(addr: &str, db: &Path, max_age: Option<Duration>) -> anyhow::Result<Server> {
+    pub fn start(
+        addr: &str,
+        db: &Path,
+        max_age: Option<Duration>,
+        collector: &str,
+    ) -> anyhow::Result<Server> {
         let listener =
             TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
@@ -95,9 +110,14 @@ impl Server {
         let store = Arc::new(Mutex::new(Store::open(db)?.into_reader()));
         let (stop, stop_rx) = smol::channel::bounded::<()>(1);
         let db = db.to_path_buf();
+        let collector: Arc<str> = collector.into();
         let thread = std::thread::Builder::new()
             .name("serve-metrics".into())
-            .spawn(move || smol::block_on(accept_loop(listener, store, db, max_age, stop_rx)))?;
+            .spawn(move || {
+                smol::block_on(accept_loop(
+                    listener, store, db, max_age, collector, stop_rx,
+                ))
+            })?;
         Ok(Server {
             addr: local,
             stop,
@@ -124,6 +144,7 @@ async fn accept_loop(
     store: Arc<Mutex<StoreReader>>,
     db: PathBuf,
     max_age: Option<Duration>,
+    collector: Arc<str>,
     stop: smol::channel::Receiver<()>,
 ) {
     let active = Arc::new(AtomicUsize::new(0));
@@ -158,11 +179,12 @@ async fn accept_loop(
                     continue;
                 }
                 let (store, active, db) = (store.clone(), active.clone(), db.clone());
+                let collector = collector.clone();
                 let spawned = std::thread::Builder::new()
                     .name("serve-conn".into())
                     .stack_size(8 << 20)
                     .spawn(move || {
-                        if let Err(e) = handle(&mut conn, &store, &db, max_age) {
+                        if let Err(e) = handle(&mut conn, &store, &db, max_age, &collector) {
                             log::debug!("serve: {peer}: {e}");
                         }
                         active.fetch_sub(1, Ordering::SeqCst);
@@ -282,6 +304,7 @@ fn handle(
     store: &Mutex<StoreReader>,
     db: &Path,
     max_age: Option<Duration>,
+    collector: &str,
 ) -> std::io::Result<()> {
     let (method, path) = match read_head(conn)? {
         Head::Request { method, path } => (method, path),
@@ -296,7 +319,7 @@ fn handle(
         "/metrics" => {
             let body = {
                 let s = store.lock().unwrap_or_else(|p| p.into_inner());
-                scrape(&s, max_age, nasprobe_proto::time::now_ms())
+                scrape(&s, max_age, nasprobe_proto::time::now_ms(), collector)
             };
             match body {
                 Ok(b) => respond(conn, 200, CONTENT_TYPE, &b, head_only),

@@ -1,7 +1,19 @@
-//! Push to VictoriaMetrics: every stored sample and event, in sequence order, as Prometheus
-//! text with millisecond timestamps to `/api/v1/import/prometheus`, in batches.
+//! The pusher: every stored sample and event, in sequence order, in batches, to one target in
+//! one of two encodings ([`Encoding`]):
 //!
-//! Nothing dropped, nothing sent twice, even when the engine is killed:
+//! - VictoriaMetrics' import: Prometheus text with millisecond timestamps to
+//!   `/api/v1/import/prometheus`, exactly once (below);
+//! - Prometheus remote write 1.0 (`super::remote_write`: Prometheus, Mimir, Thanos, Cortex,
+//!   VictoriaMetrics' `/api/v1/write`): batches of at most `MAX_SAMPLES_PER_SEND` samples, a
+//!   smaller one at the latest `BATCH_SEND_DEADLINE` after the previous send; at least once: a
+//!   2xx moves the cursor (a receiver answers after its WAL has the samples), a 5xx, a 429 or no
+//!   answer is retried with backoff (30 ms doubling to 5 s) for as long as the command runs,
+//!   the records waiting in the store; a 4xx is not retried: the batch is dropped, counted per
+//!   host in the store (`nasprobe hosts list`) and the receiver's message logged once.
+//!
+//! Both go through the same series builder (`super::metrics`), with the `collector` label.
+//!
+//! VictoriaMetrics: nothing dropped, nothing sent twice, even when the engine is killed:
 //!
 //! - the store keeps per target and agent instance an [`ExportCursor`]: `acked`, the last
 //!   sequence number the engine acknowledged (2xx), and `seq`, the last one it surely holds;
@@ -23,8 +35,11 @@ use std::time::{Duration, Instant};
 use nasprobe_proto::{Event, Sample};
 
 use super::format::PromLines;
-use super::metrics::{Metric, Sink, Stamper, emit_event, emit_sample};
-use crate::store::{ExportCursor, ExportInstance, ExportRecord, Store, StoreError, decode_stored};
+use super::metrics::{Metric, Sink, Stamper, WithCollector, emit_event, emit_sample};
+use super::remote_write::{self as rw, RwBatch};
+use crate::store::{
+    ExportCursor, ExportInstance, ExportRecord, ExportUnsent, Store, StoreError, decode_stored,
+};
 
 /// Records read from the store per batch at most.
 pub const BATCH_RECORDS: usize = 2000;
@@ -40,28 +55,64 @@ pub(crate) const EPOCH_CHECK: Duration = Duration::from_secs(2);
 /// holds, wait this long after the last import (of this process, or since it started).
 pub const VISIBLE_AFTER: Duration = Duration::from_secs(3);
 
+/// How a target takes points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// VictoriaMetrics' `/api/v1/import/prometheus`, exactly once.
+    VmImport,
+    /// Prometheus remote write 1.0, at least once.
+    RemoteWrite,
+}
+
 /// Where to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmTarget {
-    /// `http://host:port` (with any path prefix, e.g. a vmauth route), no trailing slash.
+    /// VictoriaMetrics: `http://host:port` (with any path prefix, e.g. a vmauth route), no
+    /// trailing slash. Remote write: the whole URL of the receiver's write endpoint.
     pub base: String,
     /// The key of this target's cursors in the store.
     pub cursor_key: String,
+    pub encoding: Encoding,
+}
+
+/// Refuses `https://` (the collector's HTTP client is built without TLS) and adds `http://`.
+fn plain_http(url: &str) -> anyhow::Result<String> {
+    let u = url.trim();
+    if u.starts_with("https://") {
+        anyhow::bail!(
+            "{url}: https is not supported by this build (plain http only); put the engine \
+             behind a local proxy or use http on a trusted network"
+        );
+    }
+    Ok(match u.starts_with("http://") {
+        true => u.to_string(),
+        false => format!("http://{u}"),
+    })
 }
 
 impl VmTarget {
+    /// A remote write receiver: `http://host:port/path`, or `host:port` for Prometheus' own
+    /// `/api/v1/write`.
+    pub fn remote_write(url: &str) -> anyhow::Result<VmTarget> {
+        let mut u = plain_http(url)?;
+        let rest = &u["http://".len()..];
+        anyhow::ensure!(
+            !rest.is_empty() && !rest.starts_with('/') && !rest.contains(['#', ' ']),
+            "{url}: not a remote write URL (example: http://127.0.0.1:9090/api/v1/write)"
+        );
+        if !rest.contains('/') {
+            u.push_str("/api/v1/write");
+        }
+        Ok(VmTarget {
+            cursor_key: format!("rw {u}"),
+            base: u,
+            encoding: Encoding::RemoteWrite,
+        })
+    }
+
     /// Accepts `http://host:port`, `host:port`, or a URL ending in `/api/v1/import/prometheus`.
     pub fn parse(url: &str) -> anyhow::Result<VmTarget> {
-        let mut u = url.trim().to_string();
-        if u.starts_with("https://") {
-            anyhow::bail!(
-                "{url}: https is not supported by this build (plain http only); put the engine \
-                 behind a local proxy or use http on a trusted network"
-            );
-        }
-        if !u.starts_with("http://") {
-            u = format!("http://{u}");
-        }
+        let mut u = plain_http(url)?;
         if let Some(s) = u.strip_suffix("/api/v1/import/prometheus") {
             u = s.to_string();
         }
@@ -76,6 +127,7 @@ impl VmTarget {
         Ok(VmTarget {
             cursor_key: format!("vm {u}"),
             base: u,
+            encoding: Encoding::VmImport,
         })
     }
 
@@ -126,6 +178,57 @@ impl Epoch {
 pub struct Pusher {
     pub target: VmTarget,
     agent: ureq::Agent,
+    /// The `Authorization` header's value (remote write, `--remote-write-auth`).
+    auth: Option<String>,
+    /// The `collector` label of every series pushed.
+    pub collector: String,
+}
+
+/// A batch being built, in its target's encoding.
+pub(crate) enum Body {
+    Lines(PromLines),
+    Rw(RwBatch),
+}
+
+impl Body {
+    pub(crate) fn new(e: Encoding) -> Body {
+        match e {
+            Encoding::VmImport => Body::Lines(PromLines {
+                buf: Vec::with_capacity(BATCH_BYTES + (1 << 16)),
+                lines: 0,
+            }),
+            Encoding::RemoteWrite => Body::Rw(RwBatch::default()),
+        }
+    }
+
+    pub(crate) fn points(&self) -> usize {
+        match self {
+            Body::Lines(l) => l.lines,
+            Body::Rw(b) => b.points(),
+        }
+    }
+
+    /// True once the batch takes no more records.
+    fn full(&self) -> bool {
+        match self {
+            Body::Lines(l) => l.buf.len() >= BATCH_BYTES,
+            Body::Rw(b) => b.points() >= rw::MAX_SAMPLES_PER_SEND,
+        }
+    }
+}
+
+impl Sink for Body {
+    fn point(&mut self, m: &'static Metric, labels: &[(&'static str, &str)], value: f64, ts: u64) {
+        match self {
+            Body::Lines(l) => l.point(m, labels, value, ts),
+            Body::Rw(b) => b.point(m, labels, value, ts),
+        }
+    }
+}
+
+/// True when a remote write answer says the batch will never be taken (4xx but 429).
+fn refused_for_good(e: &PushError) -> bool {
+    matches!(e, PushError::Status { status, .. } if (400..500).contains(status) && *status != 429)
 }
 
 fn read_body(
@@ -172,7 +275,43 @@ impl Pusher {
             .http_status_as_error(false)
             .build()
             .into();
-        Pusher { target, agent }
+        Pusher {
+            target,
+            agent,
+            auth: None,
+            collector: super::default_collector_name(),
+        }
+    }
+
+    /// Sends `Authorization: VALUE` with every push.
+    pub fn with_auth(mut self, auth: Option<String>) -> Pusher {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets the `collector` label.
+    pub fn with_collector(mut self, name: &str) -> Pusher {
+        self.collector = name.to_string();
+        self
+    }
+
+    /// Sends a batch; returns the bytes that went on the wire.
+    pub(crate) fn send(&self, body: &Body) -> Result<u64, PushError> {
+        match body {
+            Body::Lines(l) => self.import(&l.buf).map(|_| l.buf.len() as u64),
+            Body::Rw(b) => {
+                let bytes = b.body();
+                let url = &self.target.base;
+                let mut req = self.agent.post(url);
+                for (k, v) in rw::HEADERS {
+                    req = req.header(*k, *v);
+                }
+                if let Some(a) = &self.auth {
+                    req = req.header("Authorization", a);
+                }
+                read_body(url, req.send(&bytes[..]), 1 << 16).map(|_| bytes.len() as u64)
+            }
+        }
     }
 
     /// POSTs Prometheus text lines.
@@ -280,9 +419,9 @@ pub(crate) fn series_key(name: &str, labels: &[(&str, &str)]) -> String {
     s
 }
 
-/// Writes lines, leaving out the points the engine already holds.
+/// Writes points, leaving out the points the engine already holds.
 struct Filtered<'a> {
-    lines: PromLines,
+    lines: Body,
     have: Option<&'a HashSet<(String, u64)>>,
     skipped: u64,
 }
@@ -308,7 +447,22 @@ pub struct BatchStats {
     pub lines: u64,
     /// Points left out because the engine already held them.
     pub skipped: u64,
+    /// Points the receiver refused for good (remote write, 4xx): dropped, counted in the store.
+    pub rejected: u64,
+    /// Bytes on the wire (compressed for remote write).
     pub bytes: u64,
+}
+
+impl BatchStats {
+    /// Adds another batch's figures.
+    pub fn add(&mut self, b: &BatchStats) {
+        self.samples += b.samples;
+        self.events += b.events;
+        self.lines += b.lines;
+        self.skipped += b.skipped;
+        self.rejected += b.rejected;
+        self.bytes += b.bytes;
+    }
 }
 
 /// The exporter's state between batches (lives with its store connection).
@@ -328,6 +482,8 @@ pub struct ExportState {
     durable_after: Duration,
     /// The last import (attempt), or when this state was made.
     last_import: Instant,
+    /// The receiver's last refusal, said once.
+    last_refusal: Option<String>,
 }
 
 impl ExportState {
@@ -349,6 +505,7 @@ impl ExportState {
             epoch: None,
             durable_after: DURABLE_AFTER,
             last_import: Instant::now(),
+            last_refusal: None,
         })
     }
 
@@ -435,9 +592,11 @@ pub(crate) fn push_batch(
     st: &mut ExportState,
     max_records: usize,
 ) -> Result<Option<BatchStats>, PushError> {
-    if st
-        .epoch
-        .is_none_or(|e| e.at.elapsed() >= EPOCH_CHECK || st.check_next)
+    let vm = pusher.target.encoding == Encoding::VmImport;
+    if vm
+        && st
+            .epoch
+            .is_none_or(|e| e.at.elapsed() >= EPOCH_CHECK || st.check_next)
     {
         st.check_epoch(store, pusher)?;
     }
@@ -446,10 +605,11 @@ pub(crate) fn push_batch(
         return Ok(None);
     }
     st.instances.clear(); // the inventory of an instance may have grown
-    let check = st.check_next
-        || recs
-            .iter()
-            .any(|r| st.check_upto.get(&r.instance).is_some_and(|&u| r.seq <= u));
+    let check = vm
+        && (st.check_next
+            || recs
+                .iter()
+                .any(|r| st.check_upto.get(&r.instance).is_some_and(|&u| r.seq <= u)));
     let have = if check {
         pusher.force_flush()?;
         let since = st.last_import.elapsed();
@@ -478,40 +638,92 @@ pub(crate) fn push_batch(
         None
     };
     let mut out = Filtered {
-        lines: PromLines {
-            buf: Vec::with_capacity(BATCH_BYTES + (1 << 16)),
-            lines: 0,
-        },
+        lines: Body::new(pusher.target.encoding),
         have: have.as_ref(),
         skipped: 0,
     };
     let mut stats = BatchStats::default();
     let mut stamps = Stamper::default();
     let mut after: Vec<(i64, u64)> = Vec::new();
+    // What the batch holds per host, should the receiver refuse it.
+    let mut per_host: Vec<ExportUnsent> = Vec::new();
     for r in &recs {
-        if out.lines.buf.len() >= BATCH_BYTES {
+        if out.lines.full() {
             break; // records are per-instance prefixes: any prefix of the list is one too
         }
-        render(store, st, &mut stamps, r, &mut out, &mut stats)?;
+        let before = out.lines.points();
+        render(
+            store,
+            st,
+            &mut stamps,
+            r,
+            &pusher.collector,
+            &mut out,
+            &mut stats,
+        )?;
+        if let Some(inst) = st.instance(store, r.instance)? {
+            let host = inst.host.clone();
+            let u = match per_host.iter_mut().position(|u| u.host == host) {
+                Some(i) => &mut per_host[i],
+                None => {
+                    per_host.push(ExportUnsent {
+                        host,
+                        ..Default::default()
+                    });
+                    per_host.last_mut().expect("just pushed")
+                }
+            };
+            match r.is_event {
+                true => u.events += 1,
+                false => u.samples += 1,
+            }
+            u.points += (out.lines.points() - before) as u64;
+        }
         match after.last_mut() {
             Some((i, s)) if *i == r.instance => *s = r.seq,
             _ => after.push((r.instance, r.seq)),
         }
     }
-    if !out.lines.buf.is_empty() {
-        let r = pusher.import(&out.lines.buf);
+    let points = out.lines.points() as u64;
+    if points > 0 {
+        let r = pusher.send(&out.lines);
         st.last_import = Instant::now();
-        if let Err(e) = r {
-            st.check_next = true; // it may have been half ingested
-            return Err(e);
+        match r {
+            Ok(b) => stats.bytes = b,
+            Err(e) if !vm && refused_for_good(&e) => {
+                let msg = e.to_string();
+                if st.last_refusal.as_deref() != Some(msg.as_str()) {
+                    log::info!("remote write: {msg}; the batch is dropped, not retried");
+                    eprintln!(
+                        "nasprobe: remote write: {msg}; {points} points dropped (not retried; \
+                         counted in 'nasprobe hosts list')"
+                    );
+                    st.last_refusal = Some(msg.clone());
+                }
+                for mut u in per_host {
+                    u.last_error = nasprobe_proto::sanitize::text(&msg);
+                    store.add_export_unsent(&pusher.target.cursor_key, &u)?;
+                }
+                stats.rejected = points;
+                // Counted in the store as refused, not as pushed.
+                (stats.samples, stats.events) = (0, 0);
+            }
+            Err(e) => {
+                st.check_next = true; // it may have been half ingested
+                return Err(e);
+            }
         }
     }
-    // Acknowledged: record it, then move on.
+    // Acknowledged (or refused for good): record it, then move on. A remote write receiver
+    // answers once its WAL has the samples: sure at once.
     let acked: Vec<(i64, ExportCursor)> = after
         .iter()
         .map(|(i, s)| {
             let c = st.cursors.entry(*i).or_default();
             c.acked = c.acked.max(*s);
+            if !vm {
+                c.seq = c.acked;
+            }
             (*i, *c)
         })
         .collect();
@@ -522,11 +734,12 @@ pub(crate) fn push_batch(
             st.check_upto.remove(i);
         }
     }
-    st.pending.push_back((Instant::now(), after));
+    if vm {
+        st.pending.push_back((Instant::now(), after));
+    }
     st.check_next = false;
-    stats.lines = out.lines.lines as u64;
+    stats.lines = points - stats.rejected;
     stats.skipped = out.skipped;
-    stats.bytes = out.lines.buf.len() as u64;
     Ok(Some(stats))
 }
 
@@ -535,9 +748,14 @@ fn render(
     st: &mut ExportState,
     stamps: &mut Stamper,
     r: &ExportRecord,
+    collector: &str,
     out: &mut Filtered<'_>,
     stats: &mut BatchStats,
 ) -> Result<(), StoreError> {
+    let out = &mut WithCollector {
+        inner: out,
+        name: collector,
+    };
     let key = (r.instance, r.is_event);
     if !stamps.knows(key) {
         let before = store.record_times_before(r.instance, r.seq, r.is_event, 16)?;
@@ -572,6 +790,7 @@ pub(crate) struct ExportLive {
     pub events: AtomicU64,
     pub lines: AtomicU64,
     pub skipped: AtomicU64,
+    pub rejected: AtomicU64,
     pub batches: AtomicU64,
     pub failures: AtomicU64,
     /// True while everything stored has been pushed (as of the last look).
@@ -581,6 +800,8 @@ pub(crate) struct ExportLive {
 /// A background exporter: its own store connection and thread, pushes through `smol::unblock`.
 pub(crate) struct Exporter {
     pub live: Arc<ExportLive>,
+    /// The target's URL.
+    pub url: String,
     /// Closed to ask the exporter to stop (its sleeps race it: no polling).
     stop: smol::channel::Sender<()>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -606,6 +827,20 @@ impl Default for ExportOptions {
     }
 }
 
+impl ExportOptions {
+    /// The defaults of a target's encoding: remote write looks at the store once per
+    /// `BATCH_SEND_DEADLINE` unless a batch was full.
+    pub(crate) fn for_encoding(e: Encoding) -> ExportOptions {
+        match e {
+            Encoding::VmImport => ExportOptions::default(),
+            Encoding::RemoteWrite => ExportOptions {
+                poll: rw::BATCH_SEND_DEADLINE,
+                ..ExportOptions::default()
+            },
+        }
+    }
+}
+
 impl Exporter {
     /// Starts pushing the store at `db` to `pusher`'s target.
     pub fn start(db: PathBuf, pusher: Pusher, opts: ExportOptions) -> anyhow::Result<Exporter> {
@@ -614,12 +849,14 @@ impl Exporter {
         let live = Arc::new(ExportLive::default());
         let (stop, stop_rx) = smol::channel::bounded::<()>(1);
         let l2 = live.clone();
+        let url = pusher.target.base.clone();
         let thread = std::thread::Builder::new()
-            .name("export-vm".into())
+            .name("export".into())
             .stack_size(16 << 20)
             .spawn(move || smol::block_on(run(store, state, pusher, opts, l2, stop_rx)))?;
         Ok(Exporter {
             live,
+            url,
             stop,
             thread: Some(thread),
         })
@@ -643,8 +880,13 @@ async fn run(
     stop: smol::channel::Receiver<()>,
 ) {
     let url = pusher.target.base.clone();
+    let remote_write = pusher.target.encoding == Encoding::RemoteWrite;
+    let (min_backoff, max_backoff) = match remote_write {
+        true => (rw::MIN_BACKOFF, rw::MAX_BACKOFF),
+        false => (Duration::from_millis(250), Duration::from_secs(5)),
+    };
     let mut held = Some((store, state));
-    let mut wait = Duration::from_millis(250);
+    let mut wait = min_backoff;
     let mut last_error: Option<String> = None;
     let mut stop_at: Option<Instant> = None;
     // The verdict goes once a minute (best effort: not stored, so not sent later if lost).
@@ -662,12 +904,16 @@ async fn run(
         let (s, t, r) = smol::unblock(move || {
             let r = push_batch(&mut store, &p, &mut st, n);
             if let (Ok(None), Some(at)) = (&r, verdict_at) {
-                let mut lines = PromLines::default();
-                let sent = super::verdict::emit_verdict(&mut lines, &store, at)
+                let mut body = Body::new(p.target.encoding);
+                let mut sink = WithCollector {
+                    inner: &mut body,
+                    name: &p.collector,
+                };
+                let sent = super::verdict::emit_verdict(&mut sink, &store, at)
                     .map_err(|e| e.to_string())
-                    .and_then(|_| match lines.buf.is_empty() {
-                        true => Ok(()),
-                        false => p.import(&lines.buf).map_err(|e| e.to_string()),
+                    .and_then(|_| match body.points() {
+                        0 => Ok(()),
+                        _ => p.send(&body).map(|_| ()).map_err(|e| e.to_string()),
                     });
                 if let Err(e) = sent {
                     log::info!("export: verdict at {at}: {e}");
@@ -686,14 +932,23 @@ async fn run(
                 live.events.fetch_add(b.events, Ordering::Relaxed);
                 live.lines.fetch_add(b.lines, Ordering::Relaxed);
                 live.skipped.fetch_add(b.skipped, Ordering::Relaxed);
+                live.rejected.fetch_add(b.rejected, Ordering::Relaxed);
                 live.batches.fetch_add(1, Ordering::Relaxed);
                 live.caught_up.store(false, Ordering::Relaxed);
                 if last_error.take().is_some() {
                     log::warn!("export to {url}: works again");
                     eprintln!("nasprobe: export to {url} works again");
                 }
-                wait = Duration::from_millis(250);
-                Duration::ZERO
+                wait = min_backoff;
+                // Remote write: a batch that was not full was all there was; the next one
+                // goes after the deadline, or sooner when stopping.
+                match remote_write
+                    && b.lines + b.rejected < rw::MAX_SAMPLES_PER_SEND as u64
+                    && stop_at.is_none()
+                {
+                    true => opts.poll,
+                    false => Duration::ZERO,
+                }
             }
             Ok(None) => {
                 live.caught_up.store(true, Ordering::Relaxed);
@@ -713,7 +968,7 @@ async fn run(
                     last_error = Some(msg);
                 }
                 let w = wait;
-                wait = (wait * 2).min(Duration::from_secs(5));
+                wait = (wait * 2).min(max_backoff);
                 w
             }
         };
@@ -721,9 +976,13 @@ async fn run(
             && Instant::now() >= t
         {
             if !live.caught_up.load(Ordering::Relaxed) {
+                let cmd = match remote_write {
+                    true => "--remote-write",
+                    false => "--push-vm",
+                };
                 eprintln!(
                     "nasprobe: export to {url}: stopping with records not yet pushed; they wait \
-                     in the store ('nasprobe export --push-vm {url}' sends them)"
+                     in the store ('nasprobe export {cmd} {url}' sends them)"
                 );
             }
             return;
@@ -767,14 +1026,41 @@ pub fn backfill_with(
     let start = Instant::now();
     let mut total = BatchStats::default();
     while let Some(b) = push_batch(store, pusher, st, batch_records)? {
-        total.samples += b.samples;
-        total.events += b.events;
-        total.lines += b.lines;
-        total.skipped += b.skipped;
-        total.bytes += b.bytes;
+        total.add(&b);
         progress(&total);
     }
     Ok((total, start.elapsed().as_secs_f64()))
+}
+
+/// [`backfill_with`] that retries a failed send (no answer, 5xx, 429) with the remote write
+/// backoff until `retry_for` has passed without progress; a refusal (4xx) is counted and the
+/// push goes on.
+pub fn backfill_retrying(
+    store: &mut Store,
+    pusher: &Pusher,
+    st: &mut ExportState,
+    retry_for: Duration,
+) -> Result<(BatchStats, f64), PushError> {
+    let start = Instant::now();
+    let mut total = BatchStats::default();
+    let mut progress = Instant::now();
+    let mut wait = rw::MIN_BACKOFF;
+    loop {
+        match push_batch(store, pusher, st, BATCH_RECORDS) {
+            Ok(Some(b)) => {
+                total.add(&b);
+                progress = Instant::now();
+                wait = rw::MIN_BACKOFF;
+            }
+            Ok(None) => return Ok((total, start.elapsed().as_secs_f64())),
+            Err(e) if progress.elapsed() < retry_for => {
+                log::info!("export: {e}; retrying in {wait:?}");
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(rw::MAX_BACKOFF);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Waits (looking at the engine every `EPOCH_CHECK`) until every acknowledged batch is sure,

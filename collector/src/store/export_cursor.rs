@@ -42,6 +42,18 @@ pub struct ExportCursor {
     pub acked: u64,
 }
 
+/// What an export target refused for good of one host (a remote write answered 4xx: the batch
+/// is not sent again), with the receiver's last message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportUnsent {
+    pub target: String,
+    pub host: String,
+    pub samples: u64,
+    pub events: u64,
+    pub points: u64,
+    pub last_error: String,
+}
+
 /// Export cursors and reads for the exporters (`record --export-vm`, `serve --metrics`).
 /// Cursors are written only after the target answered 2xx, so an unreachable target makes
 /// records wait here.
@@ -80,6 +92,72 @@ impl StoreReader {
             })
             .map_err(e)?;
         rows.collect::<Result<_, _>>().map_err(e)
+    }
+
+    /// Every target's refusals per host, by target then host.
+    pub fn export_unsent(&self) -> Result<Vec<ExportUnsent>, StoreError> {
+        let e = |e| self.err(e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT target, host, samples, events, points, last_error FROM export_unsent
+                 ORDER BY target, host",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ExportUnsent {
+                    target: r.get(0)?,
+                    host: r.get(1)?,
+                    samples: r.get::<_, i64>(2)? as u64,
+                    events: r.get::<_, i64>(3)? as u64,
+                    points: r.get::<_, i64>(4)? as u64,
+                    last_error: r.get(5)?,
+                })
+            })
+            .map_err(e)?;
+        rows.collect::<Result<_, _>>().map_err(e)
+    }
+
+    /// The targets with cursors, and per target and host the records (samples and events)
+    /// stored after its cursors: what still waits to be sent, by target then host.
+    pub fn export_behind(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let e = |e| self.err(e);
+        let targets: Vec<String> = {
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT DISTINCT target FROM export_cursors ORDER BY target")
+                .map_err(e)?;
+            let rows = stmt.query_map([], |r| r.get(0)).map_err(e)?;
+            rows.collect::<Result<_, _>>().map_err(e)?
+        };
+        let mut out: Vec<(String, String, u64)> = Vec::new();
+        for t in targets {
+            let cursors = self.export_cursor(&t)?;
+            for (name, _addr, _host, raw) in self.instances().map_err(e)? {
+                let after = cursors.get(&raw.row).map_or(0, |c| c.acked) as i64;
+                let mut n: u64 = 0;
+                for table in ["samples", "events"] {
+                    let sql =
+                        format!("SELECT COUNT(*) FROM {table} WHERE instance = ?1 AND seq > ?2");
+                    n += self
+                        .conn
+                        .query_row(&sql, params![raw.row, after], |r| r.get::<_, i64>(0))
+                        .map_err(e)? as u64;
+                }
+                for m in self.chunk_metas(raw.row, None, None).map_err(e)? {
+                    if m.last_seq > after as u64 {
+                        // Seqs are shared with events: an estimate within the chunk.
+                        n += m.n.min(m.last_seq - (after as u64).max(m.first_seq - 1));
+                    }
+                }
+                match out.iter_mut().find(|o| o.0 == t && o.1 == name) {
+                    Some(o) => o.2 += n,
+                    None => out.push((t.clone(), name, n)),
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Up to `limit` records (samples and events) after `after` (instance row → seq; missing:
@@ -293,6 +371,35 @@ impl StoreReader {
 
 impl Store {
     /// Moves cursors of `target` forward (never back) in one transaction.
+    /// Adds to what `target` refused for good of `host` (see [`ExportUnsent`]).
+    pub(crate) fn add_export_unsent(
+        &mut self,
+        target: &str,
+        u: &ExportUnsent,
+    ) -> Result<(), StoreError> {
+        self.reader
+            .conn
+            .execute(
+                "INSERT INTO export_unsent(target, host, samples, events, points, last_error, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT(target, host) DO UPDATE
+                 SET samples = samples + excluded.samples, events = events + excluded.events,
+                     points = points + excluded.points, last_error = excluded.last_error,
+                     updated_ms = excluded.updated_ms",
+                params![
+                    target,
+                    u.host,
+                    u.samples as i64,
+                    u.events as i64,
+                    u.points as i64,
+                    u.last_error,
+                    now_ms() as i64
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| classify(&self.reader.path, e))
+    }
+
     pub(crate) fn set_export_cursor(
         &mut self,
         target: &str,

@@ -43,7 +43,7 @@ use base::classify;
 pub(crate) use base::decode_stored;
 pub use base::{Gap, REASON_RESTART, REASON_RING, Store, StoreError, StoreReader};
 pub use check::InstanceCheck;
-pub use export_cursor::{ExportCursor, ExportInstance, ExportRecord};
+pub use export_cursor::{ExportCursor, ExportInstance, ExportRecord, ExportUnsent};
 pub use read::{HostSummary, Walked};
 pub use retention::{Retention, RetentionCutoffs};
 pub use schema::SCHEMA_VERSION;

@@ -93,6 +93,18 @@ const MIGRATIONS: &[&str] = &[
     tiers::TABLE,
     // 6: alerts and their notifications still to deliver (`crate::alerts`).
     crate::alerts::base::SCHEMA,
+    // 7: per export target and host, what a receiver refused for good (a 4xx answer to a remote
+    // write: not retried) and its last message (`export::vm`, shown by `nasprobe hosts list`).
+    "CREATE TABLE IF NOT EXISTS export_unsent(
+        target TEXT NOT NULL,
+        host TEXT NOT NULL,
+        samples INTEGER NOT NULL DEFAULT 0,
+        events INTEGER NOT NULL DEFAULT 0,
+        points INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT NOT NULL DEFAULT '',
+        updated_ms INTEGER NOT NULL,
+        PRIMARY KEY(target, host)
+     ) WITHOUT ROWID;",
 ];
 
 /// The first schema with `sample_chunks`: below it, samples stay raw rows.

@@ -81,7 +81,7 @@ fn scrape_endpoint() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("np.db");
     fill(&db, &["nas1", "nas2"], 25);
-    let server = Server::start("127.0.0.1:0", &db, None).unwrap();
+    let server = Server::start("127.0.0.1:0", &db, None, "test").unwrap();
     let (status, body) = get(&server.addr, "/metrics");
     assert_eq!(status, 200);
 
@@ -111,19 +111,20 @@ fn scrape_endpoint() {
     let s = nas_sample(25);
     let h = nas_hello(0x2000, 0, 1000);
     let rx = model::nic_rate(&h, &s, &s.nics[0]).unwrap().figures.rx_bps;
-    let line =
-        format!("nasprobe_network_receive_bytes_per_second{{host=\"nas1\",device=\"eth0\"}} {rx}");
+    let line = format!(
+        "nasprobe_network_receive_bytes_per_second{{host=\"nas1\",device=\"eth0\",collector=\"test\"}} {rx}"
+    );
     assert!(body.lines().any(|l| l == line), "no line {line}");
     let hot = model::hottest_thread(&h, &s).unwrap();
     let line = format!(
-        "nasprobe_thread_cpu_ratio{{host=\"nas1\",process=\"synoreplicad\",thread=\"synoreplicad\"}} {}",
+        "nasprobe_thread_cpu_ratio{{host=\"nas1\",process=\"synoreplicad\",thread=\"synoreplicad\",collector=\"test\"}} {}",
         hot.core_fraction
     );
     assert!(body.lines().any(|l| l == line), "no line {line}");
     assert!(body.contains("# TYPE nasprobe_events_total counter"));
     assert!(
-        body.lines()
-            .any(|l| l == "nasprobe_events_total{host=\"nas2\",kind=\"process_exit\"} 2")
+        body.lines().any(|l| l
+            == "nasprobe_events_total{host=\"nas2\",kind=\"process_exit\",collector=\"test\"} 2")
     );
     // The verdict over the 5 minutes before the newest sample.
     assert!(
@@ -133,7 +134,9 @@ fn scrape_endpoint() {
         "{body}"
     );
     // Idle disks read zero, md0 included (it is in the inventory).
-    assert!(body.contains("nasprobe_disk_io_time_ratio{host=\"nas1\",device=\"md0\"} 0\n"));
+    assert!(body.contains(
+        "nasprobe_disk_io_time_ratio{host=\"nas1\",device=\"md0\",collector=\"test\"} 0\n"
+    ));
 
     // HEAD, 404, 405, a bad request line, a head over the limit.
     let (status, body) = http(&server.addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
@@ -163,11 +166,13 @@ fn scrape_endpoint() {
 
     // Stale hosts: only their newest sample time.
     server.stop();
-    let server = Server::start("127.0.0.1:0", &db, Some(Duration::from_millis(1))).unwrap();
+    let server = Server::start("127.0.0.1:0", &db, Some(Duration::from_millis(1)), "test").unwrap();
     std::thread::sleep(Duration::from_millis(5));
     let (_, body) = get(&server.addr, "/metrics");
     assert!(!body.contains("nasprobe_cpu_busy_ratio"));
-    assert!(body.contains("nasprobe_last_sample_timestamp_seconds{host=\"nas1\"}"));
+    assert!(
+        body.contains("nasprobe_last_sample_timestamp_seconds{host=\"nas1\",collector=\"test\"}")
+    );
     server.stop();
 }
 

@@ -33,6 +33,7 @@ pub fn run(
     show_self: bool,
     duration: Option<Duration>,
     plain: bool,
+    push: &crate::cli::PushFlags,
     alert_args: &crate::alerts::AlertArgs,
     hosts: &[String],
 ) -> anyhow::Result<()> {
@@ -62,6 +63,7 @@ pub fn run(
         .as_ref()
         .filter(|_| !show_self)
         .map(|a| (0, crate::own::Own::local(&c.db, &a.log)));
+    let pushing = crate::export::Pushing::start(&c.db, push, &c.collector)?;
     crate::signals::install();
     let col = Collector::start_with_own(store, targets, Some(c.retention), own);
     let started = Instant::now();
@@ -76,6 +78,7 @@ pub fn run(
     let live = col.live.clone();
     let stored = col.finish();
     alerts.finish();
+    pushing.finish();
     stored?;
     res?;
     // As `record`: 1 with a line per host that never delivered (the local agent included).
