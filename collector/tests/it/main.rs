@@ -3,6 +3,7 @@
 //! events over stores and the built-in scenarios, the exporters (scrape, CSV/line protocol and
 //! their golden output, VictoriaMetrics) and the figures the agent and the collector share.
 
+mod cli;
 mod client;
 mod events_long;
 mod export_golden;
