@@ -10,7 +10,7 @@ use crate::MAX_NICS;
 /// rules, the lowest caps first, and `NicShaping::more` counts the rest.
 pub const MAX_SHAPED_CLASSES: usize = 16;
 
-/// [`Event::Shaping`]: every NIC of the inventory whose egress a root qdisc caps.
+/// [`crate::Event::Shaping`]: every NIC of the inventory whose egress a root qdisc caps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shaping {
     /// One entry per shaped NIC; empty when none is shaped any more.
