@@ -59,12 +59,14 @@ wait_http() {
     done
 }
 
-# vm_start DIR PORT: starts VictoriaMetrics on 127.0.0.1:PORT with data in DIR; sets VM_PID.
+# vm_start DIR PORT [FLAG...]: starts VictoriaMetrics on 127.0.0.1:PORT with data in DIR (and
+# the extra flags); sets VM_PID.
 vm_start() {
     local dir=$1 port=$2
+    shift 2
     mkdir -p "$dir"
     victoria-metrics -storageDataPath "$dir" -httpListenAddr "127.0.0.1:$port" \
-        -retentionPeriod 100y >>"$dir.log" 2>&1 &
+        -retentionPeriod 100y "$@" >>"$dir.log" 2>&1 &
     VM_PID=$!
     PIDS+=("$VM_PID")
     wait_http "http://127.0.0.1:$port/health" 30 || fail "VictoriaMetrics did not start ($dir.log)"
@@ -101,14 +103,14 @@ vm_export() {
     curl -fsS --max-time 60 "http://127.0.0.1:$1/api/v1/export" --data-urlencode "match[]=$2"
 }
 
-# export_start_scenario NAME: runs the built-in scenario NAME (trees under $TMP/tree) and one real
-# agent per host (--interval 200); sets TOK (token file), HOSTS (NAME=127.0.0.1:PORT ...) and
+# export_start_scenario NAME [OPTION...]: runs the built-in scenario NAME (trees under $TMP/tree,
+# with nasprobe-scenario's options, e.g. --restart-every 6) and one real agent per host (--interval 200); sets TOK (token file), HOSTS (NAME=127.0.0.1:PORT ...) and
 # AGENT_PIDS. Needs SCEN and AGENT (binaries).
 export_start_scenario() {
     TOK="$TMP/token"
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOK"
     chmod 600 "$TOK"
-    "$SCEN" run --builtin "$1" --out "$TMP/tree" --tick-ms 100 >"$TMP/scenario.out" \
+    "$SCEN" run --builtin "$1" --out "$TMP/tree" --tick-ms 100 "${@:2}" >"$TMP/scenario.out" \
         2>"$TMP/scenario.err" &
     PIDS+=($!)
     local i line host proc sys port
