@@ -104,6 +104,17 @@ pub struct PushFlags {
     pub remote_write_auth: Option<PathBuf>,
 }
 
+impl PushFlags {
+    /// The targets, as the exporters take them.
+    pub fn to(&self) -> crate::export::PushTo {
+        crate::export::PushTo {
+            export_vm: self.export_vm.clone(),
+            remote_write: self.remote_write.clone(),
+            remote_write_auth: self.remote_write_auth.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Connect to agents and store what they send, until stopped or DUR has passed

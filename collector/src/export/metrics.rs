@@ -576,3 +576,12 @@ pub(crate) fn emit_event(sink: &mut dyn Sink, host: &str, e: &Event, ts: u64) {
         }
     }
 }
+
+/// The `collector` label when `--collector-name` is not given: this machine's host name
+/// (`collector` when it has none).
+pub fn default_collector_name() -> String {
+    match crate::sys::host_name() {
+        Some(n) if !n.trim().is_empty() => nasprobe_proto::sanitize::text(n.trim()),
+        _ => "collector".to_string(),
+    }
+}

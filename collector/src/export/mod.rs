@@ -12,23 +12,29 @@
 
 pub mod format;
 pub mod metrics;
+pub mod pusher;
 pub mod remote_write;
 pub mod serve;
 pub mod verdict;
 pub mod vm;
+
+pub use metrics::default_collector_name;
 
 use std::path::Path;
 use std::time::Duration;
 
 use clap::ValueEnum;
 
-/// The `collector` label when `--collector-name` is not given: this machine's host name
-/// (`collector` when it has none).
-pub fn default_collector_name() -> String {
-    match crate::sys::host_name() {
-        Some(n) if !n.trim().is_empty() => nasprobe_proto::sanitize::text(n.trim()),
-        _ => "collector".to_string(),
-    }
+/// Where a command that records also pushes (its `--export-vm`, `--remote-write` and
+/// `--remote-write-auth`).
+#[derive(Debug, Clone, Default)]
+pub struct PushTo {
+    /// VictoriaMetrics' base URL.
+    pub export_vm: Option<String>,
+    /// A Prometheus remote write receiver's URL.
+    pub remote_write: Option<String>,
+    /// Its credentials file.
+    pub remote_write_auth: Option<std::path::PathBuf>,
 }
 
 /// The exporters a command that records runs beside it (`--export-vm`, `--remote-write`).
@@ -37,11 +43,7 @@ pub(crate) struct Pushing(Vec<vm::Exporter>);
 impl Pushing {
     /// Starts one exporter per target given, each reading the store at `db` on its own
     /// connection and pushing what is committed.
-    pub(crate) fn start(
-        db: &Path,
-        push: &crate::cli::PushFlags,
-        collector: &str,
-    ) -> anyhow::Result<Pushing> {
+    pub(crate) fn start(db: &Path, push: &PushTo, collector: &str) -> anyhow::Result<Pushing> {
         let mut targets = Vec::new();
         if let Some(url) = &push.export_vm {
             targets.push((vm::VmTarget::parse(url)?, None));
