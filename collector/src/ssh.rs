@@ -5,15 +5,18 @@
 //! name other programs (a wrapper, a full path).
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
-/// One `USER@HOST` and the options every ssh and scp to it gets.
+/// One `USER@HOST` and the options every ssh and scp to it gets. On Unix the connections share
+/// one master connection (ControlMaster, in a private folder), so a deploy logs in once; the
+/// master ends when this is dropped (or 30 s after, if this process dies).
 pub(crate) struct Remote {
     pub dest: String,
     opts: Vec<String>,
+    control: Option<PathBuf>,
 }
 
 /// What one remote command did.
@@ -50,11 +53,21 @@ fn missing(e: &std::io::Error, what: &str) -> anyhow::Error {
 
 impl Remote {
     pub(crate) fn new(dest: &str, user_opts: &[String]) -> Self {
-        let mut opts = vec!["BatchMode=yes".to_string(), "ConnectTimeout=10".to_string()];
-        opts.extend(user_opts.iter().cloned());
+        // ssh takes the first value of an option: the user's come first.
+        let mut opts = user_opts.to_vec();
+        opts.extend(["BatchMode=yes".to_string(), "ConnectTimeout=10".to_string()]);
+        let control = control_dir();
+        if let Some(dir) = &control {
+            opts.extend([
+                "ControlMaster=auto".to_string(),
+                format!("ControlPath={}/%C", dir.display()),
+                "ControlPersist=30".to_string(),
+            ]);
+        }
         Remote {
             dest: dest.to_string(),
             opts,
+            control,
         }
     }
 
@@ -168,6 +181,36 @@ impl Remote {
         );
         Ok(false)
     }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.control {
+            Command::new(program("NASPROBE_SSH", "ssh"))
+                .args(self.opt_args())
+                .args(["-O", "exit"])
+                .arg(&self.dest)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .ok();
+            std::fs::remove_dir_all(dir).ok();
+        }
+    }
+}
+
+/// A private folder for the master connection's socket (Unix; Windows' OpenSSH has none).
+fn control_dir() -> Option<PathBuf> {
+    if !cfg!(unix) {
+        return None;
+    }
+    // Short: a Unix socket path has ~100 bytes.
+    let dir = std::env::temp_dir().join(format!("nasprobe-ssh-{}", std::process::id()));
+    let mut b = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(&dir).ok().map(|()| dir)
 }
 
 #[cfg(test)]
