@@ -33,10 +33,12 @@ fn main() {
                     file.display()
                 )
             });
-            let hex = Sha256::digest(&bytes).iter().fold(String::new(), |mut s, b| {
-                write!(s, "{b:02x}").unwrap();
-                s
-            });
+            let hex = Sha256::digest(&bytes)
+                .iter()
+                .fold(String::new(), |mut s, b| {
+                    write!(s, "{b:02x}").unwrap();
+                    s
+                });
             let file = file.canonicalize().expect("canonical path");
             writeln!(
                 code,

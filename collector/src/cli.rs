@@ -318,7 +318,12 @@ pub struct DeployFlags {
     #[arg(long, value_name = "FILE")]
     pub agent: Option<PathBuf>,
     /// Extra agent flags, e.g. "--interval 500 --mount /volume1"
-    #[arg(long, value_name = "ARGS", default_value = "", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
     pub agent_args: String,
     /// Passed as `-o OPT` to ssh and scp (repeatable), e.g. Port=2222
     #[arg(long = "ssh-opt", value_name = "OPT")]

@@ -47,10 +47,27 @@ impl Family {
     }
 
     /// Default prefix, init dir (None: the prefix), init script source and its installed name.
-    fn layout(self) -> (&'static str, Option<&'static str>, &'static str, &'static str) {
+    fn layout(
+        self,
+    ) -> (
+        &'static str,
+        Option<&'static str>,
+        &'static str,
+        &'static str,
+    ) {
         match self {
-            Family::Sysv => ("/opt/nasprobe", Some("/etc/init.d"), SYSV_INIT, "nasprobe-agent"),
-            Family::WdMycloud => ("/mnt/HD/HD_a2/.nasprobe", None, SYSV_INIT, "nasprobe-agent.sh"),
+            Family::Sysv => (
+                "/opt/nasprobe",
+                Some("/etc/init.d"),
+                SYSV_INIT,
+                "nasprobe-agent",
+            ),
+            Family::WdMycloud => (
+                "/mnt/HD/HD_a2/.nasprobe",
+                None,
+                SYSV_INIT,
+                "nasprobe-agent.sh",
+            ),
             Family::SynologyDsm => (
                 "/usr/local/nasprobe",
                 Some("/usr/local/etc/rc.d"),
@@ -112,6 +129,8 @@ struct Plan {
     remote: Remote,
     host: String,
     name: String,
+    /// Where this machine reaches the agent (`HOST:PORT` or `--reach`).
+    reach: String,
     family: Family,
     prefix: String,
     /// `sudo -n ` when the login is not root, else empty.
@@ -143,7 +162,9 @@ fn remote_failure(plan: &Plan, what: &str, stderr: &str) -> anyhow::Error {
              --init-dir) on a writable volume, e.g. --prefix /volume1/nasprobe"
         )
     } else if stderr.contains("No space left") {
-        anyhow!("{what}: {err}: the NAS is out of space there; free some (or pass --prefix elsewhere)")
+        anyhow!(
+            "{what}: {err}: the NAS is out of space there; free some (or pass --prefix elsewhere)"
+        )
     } else if stderr.contains("Permission denied") {
         anyhow!(
             "{what}: {err}: {} may not write there; log in as root or pass --prefix and \
@@ -157,6 +178,69 @@ fn remote_failure(plan: &Plan, what: &str, stderr: &str) -> anyhow::Error {
 
 /// Runs `nasprobe deploy`.
 pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
+    let mut out = output::stdout();
+    let mut say = |s: String| -> anyhow::Result<()> {
+        out.line(&format!("deploy: {s}"))?;
+        out.writer().flush()?;
+        Ok(())
+    };
+    let (plan, p) = plan(a)?;
+    say(format!(
+        "{}: {}, target {}, prefix {}{}",
+        a.dest,
+        nasprobe_proto::sanitize::text(&p.arch),
+        plan.family.name(),
+        plan.prefix,
+        if p.root { "" } else { " (via sudo)" }
+    ))?;
+    let token_out = c
+        .hosts_file
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("tokens")
+        .join(format!("{}.token", plan.name));
+    if a.uninstall {
+        return uninstall(c, &plan, &token_out, &mut say);
+    }
+    let binary = agent_binary(a, &p.arch)?;
+    let how = install(a, &plan, &p, &binary)?;
+    say(format!(
+        "{how}; running on port {}, starts at boot ({})",
+        a.port,
+        plan.family.name()
+    ))?;
+
+    // --- token and host list -------------------------------------------------------------------
+    let t = plan.remote.run(
+        &format!(
+            "{}cat {}",
+            plan.sudo,
+            quote(&format!("{}/token", plan.prefix))
+        ),
+        b"",
+    )?;
+    if t.code != 0 || t.stdout.trim().is_empty() {
+        return Err(remote_failure(&plan, "token", &t.stderr));
+    }
+    write_private(&token_out, t.stdout.as_bytes()).map_err(at("token"))?;
+    let mut list = c.host_list()?;
+    let spec = HostSpec {
+        name: plan.name.clone(),
+        addr: plan.reach.clone(),
+        token_file: Some(token_out.clone()),
+    };
+    say(format!("host list: {spec}"))?;
+    list.upsert(spec);
+    list.save(&c.hosts_file)?;
+    check_answer(&plan, a.port)?;
+    say(format!(
+        "{} answers; record with: nasprobe record {}",
+        plan.reach, plan.name
+    ))
+}
+
+/// Logs in, probes the NAS and works out where everything goes.
+fn plan(a: &DeployFlags) -> anyhow::Result<(Plan, Probe)> {
     let host = a.dest.rsplit('@').next().unwrap_or(&a.dest).to_string();
     let name = a.name.clone().unwrap_or_else(|| host.clone());
     anyhow::ensure!(
@@ -168,16 +252,10 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
     );
     let reach = parse_addr(a.reach.as_deref().unwrap_or(&format!("{host}:{}", a.port)))
         .map_err(|e| anyhow!("--reach: {e}"))?;
-    let mut out = output::stdout();
-    let mut say = |s: String| -> anyhow::Result<()> {
-        out.line(&format!("deploy: {s}"))?;
-        out.writer().flush()?;
-        Ok(())
-    };
     let remote = Remote::new(&a.dest, &a.ssh_opt);
     let p = probe(&remote).map_err(at("ssh"))?;
     let family = a.target.unwrap_or(p.family);
-    let (def_prefix, def_init, init_src, init_name) = family.layout();
+    let (def_prefix, def_init, _, init_name) = family.layout();
     let prefix = a.prefix.clone().unwrap_or_else(|| def_prefix.to_string());
     anyhow::ensure!(
         prefix.starts_with('/') && prefix.trim_end_matches('/').matches('/').count() >= 2
@@ -189,13 +267,11 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| def_init.unwrap_or(&prefix).to_string());
     if !p.root && !p.sudo {
-        return Err(anyhow!(
-            "deploy: permissions: {} is not root and the NAS has no sudo: log in as root \
-             (root@{host}; Synology: an administrator with sudo)",
+        bail!(
+            "deploy: permissions: {} is not root and the NAS has no sudo: log in as root              (root@{host}; Synology: an administrator with sudo)",
             a.dest
-        ));
+        );
     }
-    let sudo = if p.root { "" } else { "sudo -n " };
     let vars = format!(
         "PREFIX={} INIT_DIR={} INIT_NAME={} TARGET={}\n",
         quote(&prefix),
@@ -203,66 +279,58 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
         quote(init_name),
         family.name()
     );
-    say(format!(
-        "{}: {}, target {}, prefix {prefix}{}",
-        a.dest,
-        nasprobe_proto::sanitize::text(&p.arch),
-        family.name(),
-        if p.root { "" } else { " (via sudo)" }
-    ))?;
     let plan = Plan {
         remote,
         host,
         name,
+        reach,
         family,
         prefix,
-        sudo,
+        sudo: if p.root { "" } else { "sudo -n " },
         vars,
     };
-    let token_out = c
-        .hosts_file
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("tokens")
-        .join(format!("{}.token", plan.name));
-    if a.uninstall {
-        return uninstall(c, &plan, &token_out, &mut say);
-    }
+    Ok((plan, p))
+}
 
-    // --- the binary --------------------------------------------------------------------------
-    let triple = agents::triple_for(&p.arch).ok_or_else(|| {
+/// The agent to send: `--agent FILE`, else the one inside for the NAS's architecture.
+fn agent_binary(a: &DeployFlags, arch: &str) -> anyhow::Result<Vec<u8>> {
+    let triple = agents::triple_for(arch).ok_or_else(|| {
         anyhow!(
             "deploy: architecture: no agent build for {:?} (x86_64, aarch64 and armv7 are \
              supported)",
-            nasprobe_proto::sanitize::text(&p.arch)
+            nasprobe_proto::sanitize::text(arch)
         )
     })?;
-    let binary: Vec<u8> = match &a.agent {
-        Some(f) => std::fs::read(f).with_context(|| format!("--agent {}", f.display()))?,
-        None => match agents::embedded(triple).map_err(at("agent"))? {
-            Some(b) => b.to_vec(),
-            None => bail!(
-                "deploy: agent: no agent for {triple} inside: {} (inside: {})",
-                agents::NONE_INSIDE,
-                match agents::inside() {
-                    v if v.is_empty() => "none".to_string(),
-                    v => v.join(", "),
-                }
-            ),
-        },
-    };
-    let sha = agents::sha256_hex(&binary);
+    if let Some(f) = &a.agent {
+        return std::fs::read(f).with_context(|| format!("deploy: agent: --agent {}", f.display()));
+    }
+    match agents::embedded(triple).map_err(at("agent"))? {
+        Some(b) => Ok(b.to_vec()),
+        None => bail!(
+            "deploy: agent: no agent for {triple} inside: {} (inside: {})",
+            agents::NONE_INSIDE,
+            match agents::inside() {
+                v if v.is_empty() => "none".to_string(),
+                v => v.join(", "),
+            }
+        ),
+    }
+}
 
-    // --- copy --------------------------------------------------------------------------------
+/// Stages the agent and the init script on the NAS, checks the agent's SHA-256 there, runs the
+/// install; what it did, in words.
+fn install(a: &DeployFlags, plan: &Plan, p: &Probe, binary: &[u8]) -> anyhow::Result<String> {
     let stage = Stage::make(&plan.remote).map_err(at("staging"))?;
-    let local = LocalFiles::new(&[("agent.bin", &binary), ("init.src", init_src.as_bytes())])
+    let init_src = plan.family.layout().2;
+    let local = LocalFiles::new(&[("agent.bin", binary), ("init.src", init_src.as_bytes())])
         .map_err(at("staging"))?;
     for f in ["agent.bin", "init.src"] {
         plan.remote
             .copy(&local.dir.join(f), &format!("{}/{f}", stage.path), p.scp)
-            .map_err(|e| remote_failure(&plan, "copy", &format!("{e:#}")))?;
+            .map_err(|e| remote_failure(plan, "copy", &format!("{e:#}")))?;
     }
     if p.sha256sum {
+        let sha = agents::sha256_hex(binary);
         let r = plan
             .remote
             .run(&format!("sha256sum {}/agent.bin", quote(&stage.path)), b"")?;
@@ -275,8 +343,6 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
             );
         }
     }
-
-    // --- install, start ------------------------------------------------------------------------
     let script = format!(
         "{}STAGE={} PORT={} NAME={} AGENT_ARGS={}\n{INSTALL}",
         plan.vars,
@@ -285,11 +351,12 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
         quote(&plan.name),
         quote(&a.agent_args)
     );
-    let r = plan.remote.run(&format!("{}sh -s", plan.sudo), script.as_bytes())?;
+    let r = plan
+        .remote
+        .run(&format!("{}sh -s", plan.sudo), script.as_bytes())?;
     if r.code != 0 {
-        return Err(install_failure(&plan, a.port, &reach, &r));
+        return Err(install_failure(plan, a.port, &r));
     }
-    drop(stage);
     let result = r.stdout.lines().rev().find(|l| l.starts_with("result="));
     let field = |k: &str| {
         result
@@ -297,71 +364,47 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
             .map(|v| nasprobe_proto::sanitize::text(&v.replace('_', " ")))
             .unwrap_or_default()
     };
-    let how = match field("result=").as_str() {
+    Ok(match field("result=").as_str() {
         "same" => format!("already installed, same version ({})", field("new=")),
         "upgraded" if field("old=") == field("new=") => {
             format!("replaced the agent with another build of {}", field("new="))
         }
         "upgraded" => format!("upgraded: {} -> {}", field("old="), field("new=")),
         _ => format!("installed {}", field("new=")),
-    };
-    say(format!(
-        "{how}; running on port {}, starts at boot ({})",
-        a.port,
-        plan.family.name()
-    ))?;
+    })
+}
 
-    // --- token and host list -------------------------------------------------------------------
-    let t = plan.remote.run(
-        &format!("{}cat {}", plan.sudo, quote(&format!("{}/token", plan.prefix))),
-        b"",
-    )?;
-    if t.code != 0 || t.stdout.trim().is_empty() {
-        return Err(remote_failure(&plan, "token", &t.stderr));
-    }
-    write_private(&token_out, t.stdout.as_bytes()).map_err(at("token"))?;
-    let mut list = c.host_list()?;
-    let spec = HostSpec {
-        name: plan.name.clone(),
-        addr: reach.clone(),
-        token_file: Some(token_out.clone()),
-    };
-    say(format!("host list: {spec}"))?;
-    list.upsert(spec);
-    list.save(&c.hosts_file)?;
-
-    // --- does it answer from here? -------------------------------------------------------------
+/// Whether the agent answers from here, speaking this collector's protocol.
+fn check_answer(plan: &Plan, port: u16) -> anyhow::Result<()> {
+    let reach = &plan.reach;
     let mut answer = Err(anyhow!("no answer"));
     for _ in 0..10 {
-        answer = challenge(&reach);
+        answer = challenge(reach);
         if answer.is_ok() {
             break;
         }
         std::thread::sleep(Duration::from_millis(300));
     }
     match answer {
-        Ok(v) if v == PROTOCOL_VERSION => {}
+        Ok(v) if v == PROTOCOL_VERSION => Ok(()),
         Ok(v) => bail!(
             "deploy: check: {reach} answers with protocol {v}, this collector speaks \
              {PROTOCOL_VERSION}: another agent holds the port; stop it or pass --port"
         ),
         Err(e) => bail!(
             "deploy: check: the agent runs on {} but {reach} does not answer from here ({e:#}): \
-             a firewall? open TCP port {} on the NAS, or pass --reach ADDR:PORT",
-            plan.host,
-            a.port
+             a firewall? open TCP port {port} on the NAS, or pass --reach ADDR:PORT",
+            plan.host
         ),
     }
-    say(format!("{reach} answers; record with: nasprobe record {}", plan.name))?;
-    Ok(())
 }
 
 /// The install script's failure (its exit code says which) in one line.
-fn install_failure(plan: &Plan, port: u16, reach: &str, r: &crate::ssh::Ran) -> anyhow::Error {
+fn install_failure(plan: &Plan, port: u16, r: &crate::ssh::Ran) -> anyhow::Error {
     let err = nasprobe_proto::sanitize::text(&r.stderr.replace('\n', "; "));
     match r.code {
         12 => {
-            let who = match challenge(reach) {
+            let who = match challenge(&plan.reach) {
                 Ok(v) if v < PROTOCOL_VERSION => format!(
                     "an older nasprobe agent (protocol {v}) already runs there, not the one of \
                      {}: stop it (its init script's stop, or uninstall it) and deploy again",
@@ -374,7 +417,10 @@ fn install_failure(plan: &Plan, port: u16, reach: &str, r: &crate::ssh::Ran) -> 
                 ),
                 Err(_) => "another program listens there".to_string(),
             };
-            anyhow!("deploy: port: port {port} is in use on {}: {who}; or pass --port", plan.host)
+            anyhow!(
+                "deploy: port: port {port} is in use on {}: {who}; or pass --port",
+                plan.host
+            )
         }
         13 => anyhow!(
             "deploy: start: the agent did not come up: {err} (its log: {}/agent.log)",
@@ -392,7 +438,9 @@ fn uninstall(
     say: &mut dyn FnMut(String) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let script = format!("{}{UNINSTALL}", plan.vars);
-    let r = plan.remote.run(&format!("{}sh -s", plan.sudo), script.as_bytes())?;
+    let r = plan
+        .remote
+        .run(&format!("{}sh -s", plan.sudo), script.as_bytes())?;
     if r.code != 0 {
         return Err(remote_failure(plan, "uninstall", &r.stderr));
     }
@@ -485,7 +533,7 @@ impl LocalFiles {
         let dir = std::env::temp_dir().join(format!(
             "nasprobe-deploy-{}-{}",
             std::process::id(),
-            agents::sha256_hex(&crate::token::random_bytes())[..8].to_string()
+            &agents::sha256_hex(&crate::token::random_bytes())[..8]
         ));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
