@@ -207,9 +207,14 @@ fn control_dir() -> Option<PathBuf> {
     }
     // Short: a Unix socket path has ~100 bytes.
     let dir = std::env::temp_dir().join(format!("nasprobe-ssh-{}", std::process::id()));
-    let mut b = std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    let b = {
+        let mut b = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b
+    };
+    #[cfg(not(unix))]
+    let b = std::fs::DirBuilder::new();
     b.create(&dir).ok().map(|()| dir)
 }
 
