@@ -1,6 +1,6 @@
-//! `nasprobe deploy USER@HOST`: puts the agent on a NAS with the system's OpenSSH ([`crate::ssh`])
+//! `nasprobe deploy USER@HOST`: puts the agent on a NAS with the system's OpenSSH (`ssh`)
 //! — detects the architecture and the family (Synology DSM, WD My Cloud, systemd, plain SysV),
-//! copies the static agent (embedded, [`crate::agents`], or `--agent FILE`) and checks its
+//! copies the static agent (embedded: `agents`; or `--agent FILE`) and checks its
 //! SHA-256 there, installs and starts the family's init script (targets/), fetches the token and
 //! adds the host to the host list. Running it again changes nothing that is right (or upgrades);
 //! `--uninstall` removes it all. Each failure is one line: the step, what happened, the remedy.
