@@ -282,6 +282,11 @@ pub enum Command {
         #[command(flatten)]
         alerts: AlertFlags,
     },
+    /// Put the agent on a NAS over ssh (the system's OpenSSH, key login): detects its
+    /// architecture and family, copies the agent (inside this collector, or --agent), checks its
+    /// SHA-256 there, installs the init script and starts it, fetches the token and adds the host
+    /// to the host list. Again: nothing changes (or it upgrades); --uninstall removes it all
+    Deploy(DeployFlags),
     /// Edit the host list
     Hosts {
         #[command(subcommand)]
@@ -296,6 +301,50 @@ pub enum Command {
     },
     /// The manual page (roff) on stdout: `nasprobe man | man -l -`
     Man,
+}
+
+/// The flags of `nasprobe deploy`.
+#[derive(Debug, Args, Clone)]
+pub struct DeployFlags {
+    /// Where to log in: USER@HOST (root, or a user with sudo without a password)
+    #[arg(value_name = "USER@HOST")]
+    pub dest: String,
+    /// The NAS family [default: detected: Synology DSM, WD My Cloud, systemd, else SysV]
+    #[arg(long, value_enum)]
+    pub target: Option<crate::cmd::deploy::Family>,
+    /// Name in the host list [default: HOST]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The agent's port
+    #[arg(long, default_value_t = nasprobe_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// Where the binary, token, log and settings live on the NAS [default: per target]
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<String>,
+    /// Where the init script (or unit) goes [default: per target]
+    #[arg(long, value_name = "DIR")]
+    pub init_dir: Option<String>,
+    /// Deploy this agent binary instead of the one inside this collector for the NAS's
+    /// architecture
+    #[arg(long, value_name = "FILE")]
+    pub agent: Option<PathBuf>,
+    /// Extra agent flags, e.g. "--interval 500 --mount /volume1"
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
+    pub agent_args: String,
+    /// Passed as `-o OPT` to ssh and scp (repeatable), e.g. Port=2222
+    #[arg(long = "ssh-opt", value_name = "OPT")]
+    pub ssh_opt: Vec<String>,
+    /// Where this machine reaches the agent when that is not HOST:PORT (a port forward, NAT)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub reach: Option<String>,
+    /// Stop the agent and remove what deploy installed, its token here and the host entry
+    #[arg(long)]
+    pub uninstall: bool,
 }
 
 /// The alert flags of the commands that record (also lines of `alerts.conf`, see

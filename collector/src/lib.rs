@@ -4,7 +4,8 @@
 //! - [`cli`]: flags and commands, resolved into a [`context::Context`] (database, token,
 //!   host list, retention) that the commands take; [`hosts`]: host arguments and the host
 //!   list file; [`token`]: the token file; [`units`]: sizes and durations; [`signals`]:
-//!   SIGINT/SIGTERM; [`output`]: stdout;
+//!   SIGINT/SIGTERM; [`output`]: stdout; `ssh`: the system's OpenSSH, `agents`: the agents
+//!   embedded for `deploy`;
 //! - [`cmd`]: the commands, one file each (record, watch, report/events/check, export, serve,
 //!   test, ladder, hosts), none importing another;
 //! - [`net`]: the agents on the network (connection, supervisor, plausibility checks);
@@ -18,6 +19,7 @@
 
 #![deny(unsafe_code)]
 
+mod agents;
 pub mod alerts;
 pub mod cli;
 pub mod cmd;
@@ -34,6 +36,7 @@ pub mod store;
 #[allow(unsafe_code)]
 mod sys;
 pub use sys::signals;
+mod ssh;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod token;

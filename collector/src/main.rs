@@ -153,6 +153,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 json,
             },
         ),
+        Command::Deploy(flags) => nasprobe::cmd::deploy::run(c, &flags),
         Command::Hosts { command } => nasprobe::cmd::hosts::run(c, command),
         Command::Completions { shell } => nasprobe::cmd::shell::completions(shell),
         Command::Man => nasprobe::cmd::shell::man(),

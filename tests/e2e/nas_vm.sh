@@ -2,6 +2,8 @@
 # End-to-end on the emulated NAS (scripts/nas-vm): a real ARMv7 Linux kernel on one core, busybox
 # only, as a new user meets it.
 #
+#   - `nasprobe deploy` (the collector alone) installs the armv7 agent over dropbear, again (no
+#     change), and uninstalls it;
 #   - `scripts/deploy --target sysv` over ssh (dropbear + scp) installs the armv7 agent and its
 #     init script, which starts it on stock busybox (no nohup there); the token is fetched and
 #     the host line printed; `--target wd-mycloud` into the WD layout too (then uninstalled);
@@ -62,6 +64,23 @@ deploy() {
         --ssh-opt LogLevel=ERROR "$@" root@127.0.0.1
 }
 guest 'command -v nohup >/dev/null && echo "this busybox has nohup"' && fail "the guest's busybox has nohup: it no longer stands for a minimal NAS"
+
+# `nasprobe deploy` (the collector alone) over dropbear into busybox: installs, changes nothing the
+# second time, removes everything; then scripts/deploy installs the agent the rest uses.
+npd() {
+    "$NP" --hosts-file "$T/npd/hosts" --db "$DB" deploy --name npd --reach "127.0.0.1:$NAS_VM_AGENT_PORT" \
+        --ssh-opt "Port=$NAS_VM_SSH_PORT" --ssh-opt "IdentityFile=$NAS_VM_KEY" --ssh-opt IdentitiesOnly=yes \
+        --ssh-opt StrictHostKeyChecking=no --ssh-opt UserKnownHostsFile=/dev/null --ssh-opt LogLevel=ERROR \
+        "$@" root@127.0.0.1
+}
+out=$(npd --agent "$ARM_AGENT" 2>&1) || { echo "$out"; fail "nasprobe deploy failed"; }
+echo "$out" | sed 's/^/    /'
+grep -q "armv7l, target sysv, prefix /opt/nasprobe" <<<"$out" || fail "nasprobe deploy: not detected as armv7l sysv"
+grep -q "installed nasprobe-agent" <<<"$out" || fail "nasprobe deploy did not install"
+out=$(npd --agent "$ARM_AGENT" 2>&1) || { echo "$out"; fail "second nasprobe deploy failed"; }
+grep -q "already installed, same version" <<<"$out" || { echo "$out"; fail "second nasprobe deploy was not a no-op"; }
+npd --uninstall >/dev/null 2>&1 || fail "nasprobe deploy --uninstall failed"
+guest '[ ! -e /opt/nasprobe ] && [ ! -e /etc/init.d/nasprobe-agent ]' || fail "nasprobe deploy --uninstall left files"
 out=$(deploy --target sysv --name nas --reach "127.0.0.1:$NAS_VM_AGENT_PORT" --token-out "$T/nas.token" \
     --agent-args "--interval 500" 2>&1) || { echo "$out"; fail "deploy --target sysv failed"; }
 echo "$out" | sed 's/^/    /'

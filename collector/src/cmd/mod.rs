@@ -3,6 +3,7 @@
 //! `export`, the analysis); no command imports another.
 
 pub mod alerts;
+pub mod deploy;
 pub mod export;
 pub mod hosts;
 pub mod ladder;
