@@ -218,8 +218,10 @@ fn judge(
     }
 }
 
-/// The NIC candidate of the flow's sending host judged again with the ports of its sending
-/// connection: a shaper class whose filter matches them is the flow's.
+/// The NIC candidate of the flow's sending host (`from`) judged again with the ports of the
+/// flow's connection there (or, when only the other end was seen, as on an agent's own
+/// `test net` stream, those of the connection on the receiving host the other way round): a
+/// shaper class whose filter matches them is the flow's.
 fn nic_of_flow(
     stats: &[crate::verdict::connections::ConnStat],
     series: &[HostSeries],
@@ -227,21 +229,33 @@ fn nic_of_flow(
     range: (u64, u64),
     candidates: &mut [Vec<Candidate>],
 ) {
-    let (Some(c), _) =
-        crate::verdict::connections::flow_conns(stats, f.from.as_deref(), f.to.as_deref())
+    let Some(sender) = f.from.as_deref() else {
+        return;
+    };
+    let (snd, rcv) = crate::verdict::connections::flow_conns(stats, Some(sender), f.to.as_deref());
+    let conns = [snd, rcv].into_iter().flatten();
+    let Some(c) = conns
+        .clone()
+        .find(|c| c.host == sender)
+        .or(conns.clone().next())
     else {
         return;
+    };
+    let (local, remote) = (c.local.port, c.remote.port);
+    let ports = if c.host == sender {
+        verdict::candidates::FlowPorts { local, remote }
+    } else {
+        verdict::candidates::FlowPorts {
+            local: remote,
+            remote: local,
+        }
     };
     let Some((s, host)) = series
         .iter()
         .zip(candidates.iter_mut())
-        .find(|(s, _)| s.name == c.host)
+        .find(|(s, _)| s.name == sender)
     else {
         return;
-    };
-    let ports = verdict::candidates::FlowPorts {
-        local: c.local.port,
-        remote: c.remote.port,
     };
     let idx = active_indices(s, Some(range));
     if let Some(old) = host
