@@ -170,25 +170,11 @@ impl Shapers {
             for m in dump_messages(&self.buf[..n]) {
                 match m {
                     Ok(TcItem::Object(o)) => {
-                        if self.objs.len() < MAX_TC_OBJECTS {
-                            self.objs.push(o);
-                        } else {
-                            self.log.warn(format_args!(
-                                "more than MAX_TC_OBJECTS={MAX_TC_OBJECTS} qdiscs and classes: the rest left out"
-                            ));
-                        }
+                        keep(&mut self.objs, o, &mut self.log, "qdiscs and classes");
                     }
                     // Only key nodes that send to a class matter (heads and hash tables not).
                     Ok(TcItem::Filter(f)) if f.classid.is_none() => {}
-                    Ok(TcItem::Filter(f)) => {
-                        if self.filters.len() < MAX_TC_OBJECTS {
-                            self.filters.push(f);
-                        } else {
-                            self.log.warn(format_args!(
-                                "more than MAX_TC_OBJECTS={MAX_TC_OBJECTS} filters: the rest left out"
-                            ));
-                        }
-                    }
+                    Ok(TcItem::Filter(f)) => keep(&mut self.filters, f, &mut self.log, "filters"),
                     Ok(TcItem::Done) => return true,
                     Ok(TcItem::Error(e)) => {
                         self.log.warn(format_args!(
@@ -205,6 +191,17 @@ impl Shapers {
             }
         }
         false
+    }
+}
+
+/// Pushes `x` while `v` holds fewer than MAX_TC_OBJECTS; says once that the rest is cut.
+fn keep<T>(v: &mut Vec<T>, x: T, log: &mut Once, what: &str) {
+    if v.len() < MAX_TC_OBJECTS {
+        v.push(x);
+    } else {
+        log.warn(format_args!(
+            "more than MAX_TC_OBJECTS={MAX_TC_OBJECTS} {what}: the rest left out"
+        ));
     }
 }
 
@@ -315,32 +312,25 @@ mod tests {
     use super::*;
     use nasprobe_proto::PortMatch;
 
-    fn items(names: &[&str]) -> Vec<TcItem> {
-        let mut v = Vec::new();
+    /// The objects (qdiscs, classes) and the filters of captured dumps.
+    fn read(names: &[&str]) -> (Vec<TcObject>, Vec<TcFilter>) {
+        let (mut o, mut f) = (Vec::new(), Vec::new());
         for n in names {
             let b =
                 std::fs::read(format!("{}/tests/data/{n}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-            v.extend(dump_messages(&b).filter_map(Result::ok));
+            for m in dump_messages(&b) {
+                match m {
+                    Ok(TcItem::Object(x)) => o.push(x),
+                    Ok(TcItem::Filter(x)) => f.push(x),
+                    _ => {}
+                }
+            }
         }
-        v
+        (o, f)
     }
 
     fn objects(names: &[&str]) -> Vec<TcObject> {
-        let i = items(names).into_iter();
-        i.filter_map(|i| match i {
-            TcItem::Object(o) => Some(o),
-            _ => None,
-        })
-        .collect()
-    }
-
-    fn filters(names: &[&str]) -> Vec<TcFilter> {
-        let i = items(names).into_iter();
-        i.filter_map(|i| match i {
-            TcItem::Filter(f) => Some(f),
-            _ => None,
-        })
-        .collect()
+        read(names).0
     }
 
     fn port(port: u16, dst: bool) -> PortMatch {
@@ -352,7 +342,7 @@ mod tests {
     #[test]
     fn captured_u32_filters_give_each_class_its_ports() {
         let o = objects(&["tc-htb-qdisc-6.18.44.bin", "tc-htb-class-6.18.44.bin"]);
-        let f = filters(&["tc-u32-filter-6.18.44.bin"]);
+        let f = read(&["tc-u32-filter-6.18.44.bin"]).1;
         let s = nic_shaping(&o, &f, ifindex(&o), 0).unwrap();
         let ports: Vec<(u32, &[PortMatch], u16)> = s
             .classes
