@@ -73,8 +73,8 @@ pub fn analyze_with_detail(
     let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
     let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
     let found = verdict::flow::find_flow(&series);
-    let per_host = per_host(hosts, &raw, &series, found.active);
-    let judged = judge(hosts, &series, &per_host, found);
+    let mut per_host = per_host(hosts, &raw, &series, found.active);
+    let judged = judge(hosts, &series, &mut per_host, found);
     let (from, to) = window(hosts, opts);
     let long = opts.step_ms.is_some();
     let (events, event_groups) = events_and_groups(hosts, long);
@@ -188,14 +188,21 @@ struct Judged {
 fn judge(
     hosts: &[HostData],
     series: &[HostSeries],
-    per_host: &PerHost,
+    per_host: &mut PerHost,
     found: verdict::flow::FoundFlow,
 ) -> Judged {
     let verdict::flow::FoundFlow { mut flow, active } = found;
+    let stats = match (&flow, active) {
+        (Some(_), Some(range)) => crate::verdict::connections::conn_stats(hosts, range),
+        _ => Vec::new(),
+    };
+    if let (Some(f), Some(range)) = (&flow, active) {
+        nic_of_flow(&stats, series, f, range, &mut per_host.candidates);
+    }
     let mut candidates: Vec<Candidate> = per_host.candidates.iter().flatten().cloned().collect();
     let mut carriers = Vec::new();
     if let (Some(f), Some(range)) = (flow.as_mut(), active) {
-        let (c, who) = limit_candidate(hosts, series, f, range, &candidates);
+        let (c, who) = limit_candidate(&stats, series, f, range, &candidates);
         candidates.extend(c);
         carriers = who;
     }
@@ -211,25 +218,73 @@ fn judge(
     }
 }
 
-/// Judges the flow's connections over `range`: sets `flow.limited_by` and its evidence, and
-/// gives the `app` or `network` candidate when it is one, with the processes (host, pid) of the
-/// flow's connections.
+/// The NIC candidate of the flow's sending host (`from`) judged again with the ports of the
+/// flow's connection there (or, when only the other end was seen, as on an agent's own
+/// `test net` stream, those of the connection on the receiving host the other way round): a
+/// shaper class whose filter matches them is the flow's.
+fn nic_of_flow(
+    stats: &[crate::verdict::connections::ConnStat],
+    series: &[HostSeries],
+    f: &Flow,
+    range: (u64, u64),
+    candidates: &mut [Vec<Candidate>],
+) {
+    let Some(sender) = f.from.as_deref() else {
+        return;
+    };
+    let (snd, rcv) = crate::verdict::connections::flow_conns(stats, Some(sender), f.to.as_deref());
+    let conns = [snd, rcv].into_iter().flatten();
+    let Some(c) = conns
+        .clone()
+        .find(|c| c.host == sender)
+        .or(conns.clone().next())
+    else {
+        return;
+    };
+    let (local, remote) = (c.local.port, c.remote.port);
+    let ports = if c.host == sender {
+        verdict::candidates::FlowPorts { local, remote }
+    } else {
+        verdict::candidates::FlowPorts {
+            local: remote,
+            remote: local,
+        }
+    };
+    let Some((s, host)) = series
+        .iter()
+        .zip(candidates.iter_mut())
+        .find(|(s, _)| s.name == sender)
+    else {
+        return;
+    };
+    let idx = active_indices(s, Some(range));
+    if let Some(old) = host
+        .iter_mut()
+        .find(|o| o.resource == crate::vocab::Resource::Nic)
+        && let Some(new) = verdict::candidates::nic_candidate(s, &idx, Some(ports))
+    {
+        *old = new;
+    }
+}
+
+/// Judges the flow's connections (`stats`, over `range`): sets `flow.limited_by` and its
+/// evidence, and gives the `app` or `network` candidate when it is one, with the processes
+/// (host, pid) of the flow's connections.
 fn limit_candidate(
-    hosts: &[HostData],
+    stats: &[crate::verdict::connections::ConnStat],
     series: &[HostSeries],
     f: &mut Flow,
     range: (u64, u64),
     candidates: &[Candidate],
 ) -> (Option<Candidate>, Vec<(String, u32)>) {
-    let stats = crate::verdict::connections::conn_stats(hosts, range);
     let (snd, rcv) =
-        crate::verdict::connections::flow_conns(&stats, f.from.as_deref(), f.to.as_deref());
+        crate::verdict::connections::flow_conns(stats, f.from.as_deref(), f.to.as_deref());
     let carriers = [snd, rcv]
         .into_iter()
         .flatten()
         .map(|c| (c.host.clone(), c.pid))
         .collect();
-    let limit = crate::verdict::limit::judge(&stats, f.from.as_deref(), f.to.as_deref());
+    let limit = crate::verdict::limit::judge(stats, f.from.as_deref(), f.to.as_deref());
     f.limited_by = limit.by;
     f.limit_evidence = limit.evidence.clone();
     // The application's wait for a CPU, on its host over the active period.

@@ -80,8 +80,9 @@ pub struct NicSeries {
 pub struct Shaper {
     /// "tbf", "htb", "cake", "hfsc".
     pub kind: &'static str,
-    /// (class as tc's u32 `major:minor`, 0 for the whole NIC; cap in bit/s), lowest first.
-    pub caps: Vec<(u32, u64)>,
+    /// The classes (tc's u32 `major:minor`, 0 for the whole NIC) with their caps and the
+    /// ports their filters send to them, lowest cap first.
+    pub caps: Vec<nasprobe_proto::ShapedClass>,
     /// htb: the class of unclassified traffic (0: unshaped).
     pub default_class: Option<u32>,
 }
@@ -111,7 +112,7 @@ fn add_shapers(s: &mut HostSeries, host: &HostData) {
         if let Some(ns) = s.nics.get_mut(info.name.as_str()) {
             ns.shaper = Some(Shaper {
                 kind: n.kind.name(),
-                caps: n.classes.iter().map(|c| (c.class, c.cap_bit_s)).collect(),
+                caps: n.classes.to_vec(),
                 default_class: n.default_class,
             });
         }

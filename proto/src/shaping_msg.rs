@@ -59,13 +59,34 @@ pub struct NicShaping {
     pub default_class: Option<u32>,
 }
 
+/// Most ports kept per class: a DSM or QNAP rule names a service by its port or two (SMB 445,
+/// NFS 2049, iSCSI 3260, rsync 873), a hand-written `tc` line one; 4 holds those, and
+/// `ShapedClass::more_ports` counts the rest.
+pub const MAX_CLASS_PORTS: usize = 4;
+
 /// One cap: `class` as tc's `major:minor` in one u32 (1:10 is 0x0001_0010), 0 for the NIC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShapedClass {
     /// tc's `major:minor` in one u32; 0 for the whole NIC.
     pub class: u32,
     /// The most it lets through, bit/s.
     pub cap_bit_s: u64,
+    /// The TCP/UDP ports the u32 filters of the root qdisc test to send packets to this class
+    /// (`match ip dport 445 0xffff flowid 1:10`), in the order of the dump; empty when no
+    /// filter names a port (tbf, cake, or a class reached by `default` or other keys).
+    pub ports: Vec<PortMatch, MAX_CLASS_PORTS>,
+    /// Ports past `MAX_CLASS_PORTS`, left out.
+    pub more_ports: u16,
+}
+
+/// A port a filter key tests: `port` exactly (a 0xffff mask), as the destination (`dst`) or
+/// the source port of the packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortMatch {
+    /// The port, host order.
+    pub port: u16,
+    /// True: the destination port (`dport`); false: the source port (`sport`).
+    pub dst: bool,
 }
 
 /// tc's way of writing a class id: "1:10" (hex major and minor, as `tc class show` prints

@@ -1285,7 +1285,8 @@ mod sealed {
 }
 
 /// `Event::Shaping` (variant 10): eth0 (nic 0) under tbf at 200 Mbit/s; eth1 (nic 1) under htb
-/// with class 1:10 at 200 Mbit/s, 1:20 at 40 Gbit/s, default 1:20.
+/// with class 1:10 at 200 Mbit/s (its u32 filters: destination port 7462, source port 5201, one
+/// port more), 1:20 at 40 Gbit/s, default 1:20.
 #[test]
 fn record_shaping_event() {
     let tbf = NicShaping {
@@ -1294,6 +1295,8 @@ fn record_shaping_event() {
         classes: Vec::from_slice(&[ShapedClass {
             class: 0,
             cap_bit_s: 200_000_000,
+            ports: Vec::new(),
+            more_ports: 0,
         }])
         .unwrap(),
         more: 0,
@@ -1306,10 +1309,24 @@ fn record_shaping_event() {
             ShapedClass {
                 class: 0x0001_0010,
                 cap_bit_s: 200_000_000,
+                ports: Vec::from_slice(&[
+                    PortMatch {
+                        port: 7462,
+                        dst: true,
+                    },
+                    PortMatch {
+                        port: 5201,
+                        dst: false,
+                    },
+                ])
+                .unwrap(),
+                more_ports: 1,
             },
             ShapedClass {
                 class: 0x0001_0020,
                 cap_bit_s: 40_000_000_000,
+                ports: Vec::new(),
+                more_ports: 0,
             },
         ])
         .unwrap(),
@@ -1326,7 +1343,8 @@ fn record_shaping_event() {
     assert_eq!(ClassName(0xFFFF_0001).to_string(), "ffff:1");
 }
 
-const GOLDEN_EV_SHAPING: [u8; 46] = [
-    42, 0, 0, 0, 2, 6, 8, 232, 7, 1, 10, 2, 0, 0, 1, 0, 128, 132, 175, 95, 0, 0, 1, 1, 2, 144, 128,
-    4, 128, 132, 175, 95, 160, 128, 4, 128, 160, 190, 129, 149, 1, 0, 1, 160, 128, 4,
+const GOLDEN_EV_SHAPING: [u8; 58] = [
+    54, 0, 0, 0, 2, 6, 8, 232, 7, 1, 10, 2, 0, 0, 1, 0, 128, 132, 175, 95, 0, 0, 0, 0, 1, 1, 2,
+    144, 128, 4, 128, 132, 175, 95, 2, 166, 58, 1, 209, 40, 0, 1, 160, 128, 4, 128, 160, 190, 129,
+    149, 1, 0, 0, 0, 1, 160, 128, 4,
 ];

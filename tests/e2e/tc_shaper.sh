@@ -3,7 +3,10 @@
 # WITHOUT --link-speed (the veth says 10000 Mb/s), the sender's side shaped with tc.
 #   tbf 200mbit                      → `test net` and `report` name the shaper on src/vsrc at 200 Mbit/s
 #   htb: 1:10 200mbit for the test port (u32 filter), default 1:20 at 5gbit
-#                                    → the flow rides class 1:10 at 200 Mbit/s
+#                                    → the flow rides class 1:10 at 200 Mbit/s (by its rate:
+#                                      the agents do not report their own test stream's
+#                                      connection, so its port cannot be matched to the filter
+#                                      the agent reads; analysis unit tests cover the match)
 #   no qdisc                         → no shaper named
 # Each phase has its own pair of agents (one test a minute per agent) and its own store.
 #

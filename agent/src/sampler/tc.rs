@@ -1,6 +1,7 @@
 //! Traffic-control caps of the inventory's NICs: the root qdisc of every interface (one
 //! `RTM_GETQDISC` dump over rtnetlink) and, under htb or hfsc, its classes (`RTM_GETTCLASS`
-//! of that interface), turned into [`NicShaping`]: the caps a flow leaving the NIC meets.
+//! of that interface) and the filters of its root (`RTM_GETTFILTER`: the ports u32 keys send
+//! to each class), turned into [`NicShaping`]: the caps a flow leaving the NIC meets.
 //! Read at the first sample, whenever the inventory grows and every [`CHECK_EVERY_SAMPLES`]
 //! samples; an [`Event::Shaping`] goes out when the caps change (the first one found; an
 //! empty one when the last shaper went away; never on a host that has none) and again every
@@ -10,13 +11,15 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use nasprobe_proto::{
-    MAX_NICS, MAX_SHAPED_CLASSES, NicInfo, NicShaping, ShapedClass, ShaperKind, Shaping,
+    MAX_CLASS_PORTS, MAX_NICS, MAX_SHAPED_CLASSES, NicInfo, NicShaping, ShapedClass, ShaperKind,
+    Shaping,
 };
 
 use super::io::{self, Once, Root};
 use crate::parse::sysfs;
 use crate::parse::tc::{
-    RTM_GETQDISC, RTM_GETTCLASS, TC_H_ROOT, TcItem, TcKind, TcObject, dump_messages, dump_request,
+    RTM_GETQDISC, RTM_GETTCLASS, RTM_GETTFILTER, TC_H_ROOT, TcFilter, TcItem, TcKind, TcObject,
+    dump_messages, dump_request,
 };
 use crate::sys::netlink;
 
@@ -41,6 +44,7 @@ pub(crate) struct Shapers {
     fd: Option<OwnedFd>,
     buf: Vec<u8>,
     objs: Vec<TcObject>,
+    filters: Vec<TcFilter>,
     seq: u32,
     sample_no: u32,
     nics_seen: usize,
@@ -71,6 +75,7 @@ impl Shapers {
             fd,
             buf: vec![0; DGRAM_BUF],
             objs: Vec::with_capacity(64),
+            filters: Vec::new(),
             seq: 0,
             sample_no: 0,
             nics_seen: 0,
@@ -107,6 +112,7 @@ impl Shapers {
     /// The caps of `nics` now; None when a dump failed (nothing is concluded from half a read).
     pub fn read(&mut self, sys: &Root, nics: &[NicInfo]) -> Option<Shaping> {
         self.objs.clear();
+        self.filters.clear();
         if !self.dump(RTM_GETQDISC, 0) {
             return None;
         }
@@ -126,17 +132,19 @@ impl Shapers {
                     && o.parent == TC_H_ROOT
                     && matches!(o.kind, TcKind::Htb | TcKind::Hfsc)
             });
-            if classful && !self.dump(RTM_GETTCLASS, ifindex) {
+            if classful
+                && !(self.dump(RTM_GETTCLASS, ifindex) && self.dump(RTM_GETTFILTER, ifindex))
+            {
                 return None;
             }
-            if let Some(s) = nic_shaping(&self.objs, ifindex, i as u16) {
+            if let Some(s) = nic_shaping(&self.objs, &self.filters, ifindex, i as u16) {
                 let _ = out.nics.push(s);
             }
         }
         Some(out)
     }
 
-    /// One dump into `self.objs`; false when it failed (refused, cut, timed out).
+    /// One dump into `self.objs` and `self.filters`; false when it failed (refused, cut, timed out).
     fn dump(&mut self, kind: u16, ifindex: i32) -> bool {
         let Some(fd) = self.fd.as_ref().map(|f| f.as_fd()) else {
             return false;
@@ -162,14 +170,11 @@ impl Shapers {
             for m in dump_messages(&self.buf[..n]) {
                 match m {
                     Ok(TcItem::Object(o)) => {
-                        if self.objs.len() < MAX_TC_OBJECTS {
-                            self.objs.push(o);
-                        } else {
-                            self.log.warn(format_args!(
-                                "more than MAX_TC_OBJECTS={MAX_TC_OBJECTS} qdiscs and classes: the rest left out"
-                            ));
-                        }
+                        keep(&mut self.objs, o, &mut self.log, "qdiscs and classes");
                     }
+                    // Only key nodes that send to a class matter (heads and hash tables not).
+                    Ok(TcItem::Filter(f)) if f.classid.is_none() => {}
+                    Ok(TcItem::Filter(f)) => keep(&mut self.filters, f, &mut self.log, "filters"),
                     Ok(TcItem::Done) => return true,
                     Ok(TcItem::Error(e)) => {
                         self.log.warn(format_args!(
@@ -189,9 +194,25 @@ impl Shapers {
     }
 }
 
-/// The caps of interface `ifindex` (inventory index `nic`) from the qdiscs and classes read;
-/// None when its root qdisc caps nothing.
-pub(crate) fn nic_shaping(objs: &[TcObject], ifindex: i32, nic: u16) -> Option<NicShaping> {
+/// Pushes `x` while `v` holds fewer than MAX_TC_OBJECTS; says once that the rest is cut.
+fn keep<T>(v: &mut Vec<T>, x: T, log: &mut Once, what: &str) {
+    if v.len() < MAX_TC_OBJECTS {
+        v.push(x);
+    } else {
+        log.warn(format_args!(
+            "more than MAX_TC_OBJECTS={MAX_TC_OBJECTS} {what}: the rest left out"
+        ));
+    }
+}
+
+/// The caps of interface `ifindex` (inventory index `nic`) from the qdiscs, classes and
+/// filters read; None when its root qdisc caps nothing.
+pub(crate) fn nic_shaping(
+    objs: &[TcObject],
+    filters: &[TcFilter],
+    ifindex: i32,
+    nic: u16,
+) -> Option<NicShaping> {
     let root = objs
         .iter()
         .find(|o| !o.is_class && o.ifindex == ifindex && o.parent == TC_H_ROOT)?;
@@ -207,6 +228,8 @@ pub(crate) fn nic_shaping(objs: &[TcObject], ifindex: i32, nic: u16) -> Option<N
         caps.push(ShapedClass {
             class: 0,
             cap_bit_s: root.cap_bytes_ps?.saturating_mul(8),
+            ports: heapless::Vec::new(),
+            more_ports: 0,
         });
     } else {
         let classes: Vec<&TcObject> = objs
@@ -231,10 +254,17 @@ pub(crate) fn nic_shaping(objs: &[TcObject], ifindex: i32, nic: u16) -> Option<N
                 at = p.parent;
             }
             if let Some(c) = cap {
-                caps.push(ShapedClass {
-                    class: leaf.handle,
-                    cap_bit_s: c.saturating_mul(8),
-                });
+                caps.push(class_ports(
+                    ShapedClass {
+                        class: leaf.handle,
+                        cap_bit_s: c.saturating_mul(8),
+                        ports: heapless::Vec::new(),
+                        more_ports: 0,
+                    },
+                    filters
+                        .iter()
+                        .filter(|f| f.ifindex == ifindex && f.parent == root.handle && f.is_u32),
+                ));
             }
         }
         if caps.is_empty() {
@@ -247,7 +277,7 @@ pub(crate) fn nic_shaping(objs: &[TcObject], ifindex: i32, nic: u16) -> Option<N
     Some(NicShaping {
         nic,
         kind,
-        classes: heapless::Vec::from_slice(&caps).unwrap_or_default(),
+        classes: caps.into_iter().collect(),
         more: u16::try_from(more).unwrap_or(u16::MAX),
         default_class: root.default_class.map(|d| {
             if d == 0 {
@@ -259,22 +289,116 @@ pub(crate) fn nic_shaping(objs: &[TcObject], ifindex: i32, nic: u16) -> Option<N
     })
 }
 
+/// `c` with the ports of the `filters` that send to it, each once, in the order of the dump.
+fn class_ports<'a>(mut c: ShapedClass, filters: impl Iterator<Item = &'a TcFilter>) -> ShapedClass {
+    for f in filters.filter(|f| f.classid == Some(c.class)) {
+        c.more_ports = c.more_ports.saturating_add(f.more_ports);
+        for p in &f.ports {
+            if c.ports.contains(p) {
+                continue;
+            }
+            if c.ports.len() == MAX_CLASS_PORTS {
+                c.more_ports = c.more_ports.saturating_add(1);
+            } else {
+                let _ = c.ports.push(*p);
+            }
+        }
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nasprobe_proto::PortMatch;
 
-    fn objects(names: &[&str]) -> Vec<TcObject> {
-        let mut v = Vec::new();
+    /// The objects (qdiscs, classes) and the filters of captured dumps.
+    fn read(names: &[&str]) -> (Vec<TcObject>, Vec<TcFilter>) {
+        let (mut o, mut f) = (Vec::new(), Vec::new());
         for n in names {
             let b =
                 std::fs::read(format!("{}/tests/data/{n}", env!("CARGO_MANIFEST_DIR"))).unwrap();
             for m in dump_messages(&b) {
-                if let Ok(TcItem::Object(o)) = m {
-                    v.push(o);
+                match m {
+                    Ok(TcItem::Object(x)) => o.push(x),
+                    Ok(TcItem::Filter(x)) => f.push(x),
+                    _ => {}
                 }
             }
         }
-        v
+        (o, f)
+    }
+
+    fn objects(names: &[&str]) -> Vec<TcObject> {
+        read(names).0
+    }
+
+    fn port(port: u16, dst: bool) -> PortMatch {
+        PortMatch { port, dst }
+    }
+
+    /// The htb capture with the u32 filters of `capture_tc.py` on its root: each class gets
+    /// the ports its filters send to it, each once.
+    #[test]
+    fn captured_u32_filters_give_each_class_its_ports() {
+        let o = objects(&["tc-htb-qdisc-6.18.44.bin", "tc-htb-class-6.18.44.bin"]);
+        let f = read(&["tc-u32-filter-6.18.44.bin"]).1;
+        let s = nic_shaping(&o, &f, ifindex(&o), 0).unwrap();
+        let ports: Vec<(u32, &[PortMatch], u16)> = s
+            .classes
+            .iter()
+            .map(|c| (c.class, c.ports.as_slice(), c.more_ports))
+            .collect();
+        assert_eq!(
+            ports,
+            vec![
+                (
+                    0x0001_0010,
+                    &[port(7462, true), port(5201, false), port(3260, true)][..],
+                    0
+                ),
+                (
+                    0x0001_0020,
+                    &[port(445, true), port(22, false), port(2049, true)][..],
+                    0
+                ),
+            ]
+        );
+        // The filters of another interface are not this one's.
+        let s = nic_shaping(&o, &f, ifindex(&o), 0).unwrap();
+        let mut other = f.clone();
+        for x in &mut other {
+            x.ifindex += 1;
+        }
+        let t = nic_shaping(&o, &other, ifindex(&o), 0).unwrap();
+        assert!(t.classes.iter().all(|c| c.ports.is_empty()));
+        assert_ne!(s, t);
+    }
+
+    /// More ports than MAX_CLASS_PORTS are counted, and a filter's own overflow too.
+    #[test]
+    fn ports_past_the_cap_are_counted() {
+        let f = |p: &[u16], more| TcFilter {
+            ifindex: 1,
+            parent: 0x0001_0000,
+            is_u32: true,
+            classid: Some(0x0001_0010),
+            ports: p.iter().map(|&p| port(p, true)).collect(),
+            more_ports: more,
+        };
+        let c = ShapedClass {
+            class: 0x0001_0010,
+            cap_bit_s: 1,
+            ports: heapless::Vec::new(),
+            more_ports: 0,
+        };
+        let fs = [f(&[1, 2, 3], 0), f(&[3, 4, 5, 6], 2)];
+        let c = class_ports(c, fs.iter());
+        assert_eq!(
+            c.ports.iter().map(|p| p.port).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+        assert_eq!(c.more_ports, 2 + 2);
     }
 
     /// The ifindex the captures were taken on.
@@ -285,13 +409,15 @@ mod tests {
     #[test]
     fn captured_tbf_caps_the_nic() {
         let o = objects(&["tc-tbf-qdisc-6.18.44.bin"]);
-        let s = nic_shaping(&o, ifindex(&o), 3).unwrap();
+        let s = nic_shaping(&o, &[], ifindex(&o), 3).unwrap();
         assert_eq!((s.nic, s.kind, s.default_class), (3, ShaperKind::Tbf, None));
         assert_eq!(
             s.classes.as_slice(),
             &[ShapedClass {
                 class: 0,
-                cap_bit_s: 200_000_000
+                cap_bit_s: 200_000_000,
+                ports: heapless::Vec::new(),
+                more_ports: 0,
             }]
         );
     }
@@ -299,7 +425,7 @@ mod tests {
     #[test]
     fn captured_htb_lists_its_classes_lowest_first() {
         let o = objects(&["tc-htb-qdisc-6.18.44.bin", "tc-htb-class-6.18.44.bin"]);
-        let s = nic_shaping(&o, ifindex(&o), 0).unwrap();
+        let s = nic_shaping(&o, &[], ifindex(&o), 0).unwrap();
         assert_eq!(s.kind, ShaperKind::Htb);
         assert_eq!(s.default_class, Some(0x0001_0020));
         let caps: Vec<(u32, u64)> = s.classes.iter().map(|c| (c.class, c.cap_bit_s)).collect();
@@ -313,10 +439,10 @@ mod tests {
     fn no_shaper_on_noqueue_or_ingress() {
         for f in ["tc-none-qdisc-6.18.44.bin", "tc-ingress-qdisc-6.18.44.bin"] {
             let o = objects(&[f]);
-            assert_eq!(nic_shaping(&o, ifindex(&o), 0), None, "{f}");
+            assert_eq!(nic_shaping(&o, &[], ifindex(&o), 0), None, "{f}");
         }
         let o = objects(&["tc-tbf-qdisc-6.18.44.bin"]);
-        assert_eq!(nic_shaping(&o, ifindex(&o) + 1, 0), None);
+        assert_eq!(nic_shaping(&o, &[], ifindex(&o) + 1, 0), None);
     }
 
     /// A parent's ceiling caps its children: 1:1 at 100 Mbit/s over 1:10 at 200 Mbit/s.
@@ -344,13 +470,15 @@ mod tests {
             class(0x0001_0001, 0x0001_0000, 12_500_000),
             class(0x0001_0010, 0x0001_0001, 25_000_000),
         ];
-        let s = nic_shaping(&o, 4, 0).unwrap();
+        let s = nic_shaping(&o, &[], 4, 0).unwrap();
         assert_eq!(s.default_class, Some(0));
         assert_eq!(
             s.classes.as_slice(),
             &[ShapedClass {
                 class: 0x0001_0010,
-                cap_bit_s: 100_000_000
+                cap_bit_s: 100_000_000,
+                ports: heapless::Vec::new(),
+                more_ports: 0,
             }]
         );
     }

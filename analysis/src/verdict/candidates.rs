@@ -46,9 +46,17 @@ pub(crate) fn candidates(s: &HostSeries, idx: &[usize]) -> Vec<Candidate> {
     out.extend(thread_candidate(s, idx, busy));
     out.push(cpu_all_candidate(s, idx, busy));
     out.extend(disk_candidate(s, idx));
-    out.extend(nic_candidate(s, idx));
+    out.extend(nic_candidate(s, idx, None));
     out.push(memory_candidate(s, idx));
     out
+}
+
+/// The ports of the flow's sending connection, on its host: its egress packets leave from
+/// `local` to `remote`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FlowPorts {
+    pub local: u16,
+    pub remote: u16,
 }
 
 /// The hottest thread against one core (`busy`: all cores together, for the sentence).
@@ -214,8 +222,14 @@ fn disk_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
     })
 }
 
-/// The busiest physical NIC against its link.
-fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
+/// The busiest physical NIC against its link. `ports`: the flow's, when it leaves this host
+/// (known only once the flow's connections are: [`candidates`] passes None and guesses the
+/// shaper class by rate, the verdict asks again with them).
+pub(crate) fn nic_candidate(
+    s: &HostSeries,
+    idx: &[usize],
+    ports: Option<FlowPorts>,
+) -> Option<Candidate> {
     let h = &s.name;
     let mut nic_best: Option<(String, f64, f64, f64)> = None;
     for (name, n) in &s.nics {
@@ -238,7 +252,7 @@ fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
     }
     let (name, util, rate, speed) = nic_best?;
     let configured = s.nics.get(&name).is_some_and(|n| n.speed_configured);
-    if !configured && let Some(c) = shaped_candidate(s, &name, idx, speed) {
+    if !configured && let Some(c) = shaped_candidate(s, &name, idx, speed, ports) {
         return Some(c);
     }
     let util = util.max(0.0);
@@ -299,17 +313,37 @@ fn nic_candidate(s: &HostSeries, idx: &[usize]) -> Option<Candidate> {
 }
 
 /// The NIC `name` against its traffic-control cap, when a root qdisc caps it below the link
-/// (`--link-speed` overrides it: the caller asks only without). With several classes the cap
-/// the sending rate is nearest is the one the flow rides.
-fn shaped_candidate(s: &HostSeries, name: &str, idx: &[usize], speed: f64) -> Option<Candidate> {
+/// (`--link-speed` overrides it: the caller asks only without). With several classes the flow's
+/// is the one whose filter matches its `ports`; without such a filter, the one whose cap the
+/// sending rate is nearest is the one the flow rides.
+fn shaped_candidate(
+    s: &HostSeries,
+    name: &str,
+    idx: &[usize],
+    speed: f64,
+    ports: Option<FlowPorts>,
+) -> Option<Candidate> {
     let n = s.nics.get(name)?;
     let sh = n.shaper.as_ref()?;
     let tx = median(&pick(&n.tx_bps, idx)).unwrap_or(0.0);
     let near = |cap: u64| (cap as f64 / 8.0 / tx.max(1.0)).ln().abs();
-    let &(class, cap_bit) = sh
-        .caps
-        .iter()
-        .min_by(|a, b| near(a.1).total_cmp(&near(b.1)))?;
+    let matched = ports.and_then(|f| {
+        sh.caps.iter().find_map(|c| {
+            let p = c
+                .ports
+                .iter()
+                .find(|p| p.port == if p.dst { f.remote } else { f.local })?;
+            Some((c, *p))
+        })
+    });
+    let class = match matched {
+        Some((c, _)) => c,
+        None => sh
+            .caps
+            .iter()
+            .min_by(|a, b| near(a.cap_bit_s).total_cmp(&near(b.cap_bit_s)))?,
+    };
+    let (cap_bit, class) = (class.cap_bit_s, class.class);
     let cap = cap_bit as f64 / 8.0;
     if cap <= 0.0 || (speed > 0.0 && cap >= speed) {
         return None;
@@ -321,7 +355,22 @@ fn shaped_candidate(s: &HostSeries, name: &str, idx: &[usize], speed: f64) -> Op
         "the link speed is unknown".to_string()
     };
     let mbit = |b: u64| format!("{} Mbit/s", (b as f64 / 1e6).round());
-    let what = if sh.caps.len() == 1 && class == 0 {
+    let range = |caps: &[nasprobe_proto::ShapedClass]| match caps {
+        [lo, .., hi] => format!(" with caps {}..{}", mbit(lo.cap_bit_s), mbit(hi.cap_bit_s)),
+        _ => String::new(),
+    };
+    let what = if let Some((_, p)) = matched {
+        format!(
+            "shapes egress{} ({}); the flow is in class {} (its filter matches {} port {}), \
+             capped at {}",
+            range(&sh.caps),
+            sh.kind,
+            nasprobe_proto::ClassName(class),
+            if p.dst { "destination" } else { "source" },
+            p.port,
+            mbit(cap_bit)
+        )
+    } else if sh.caps.len() == 1 && class == 0 {
         format!("caps egress at {} ({})", mbit(cap_bit), sh.kind)
     } else if sh.caps.len() == 1 {
         format!(
@@ -331,11 +380,9 @@ fn shaped_candidate(s: &HostSeries, name: &str, idx: &[usize], speed: f64) -> Op
             nasprobe_proto::ClassName(class)
         )
     } else {
-        let (lo, hi) = (sh.caps[0].1, sh.caps[sh.caps.len() - 1].1);
         format!(
-            "shapes egress with caps {}..{} ({}); the flow rides near class {} at {}",
-            mbit(lo),
-            mbit(hi),
+            "shapes egress{} ({}); the flow rides near class {} at {}",
+            range(&sh.caps),
             sh.kind,
             nasprobe_proto::ClassName(class),
             mbit(cap_bit)
@@ -447,7 +494,7 @@ mod tests {
     fn tbf() -> Option<Shaper> {
         Some(Shaper {
             kind: "tbf",
-            caps: vec![(0, 200_000_000)],
+            caps: vec![cap(0, 200_000_000, &[])],
             default_class: None,
         })
     }
@@ -455,7 +502,7 @@ mod tests {
     #[test]
     fn a_tbf_cap_is_the_ceiling() {
         let idx: Vec<usize> = (0..10).collect();
-        let c = nic_candidate(&host(tbf(), false), &idx).unwrap();
+        let c = nic_candidate(&host(tbf(), false), &idx, None).unwrap();
         assert!(c.wall, "{}", c.sentence);
         assert!(
             c.sentence.contains(
@@ -466,22 +513,87 @@ mod tests {
         );
         assert!(c.sentence.contains("DSM"));
         // Unshaped, the same flow is 19% of the link: no wall.
-        let c = nic_candidate(&host(None, false), &idx).unwrap();
+        let c = nic_candidate(&host(None, false), &idx, None).unwrap();
         assert!(!c.wall && !c.sentence.contains("traffic control"));
         // --link-speed overrides the shaper.
-        let c = nic_candidate(&host(tbf(), true), &idx).unwrap();
+        let c = nic_candidate(&host(tbf(), true), &idx, None).unwrap();
         assert!(!c.sentence.contains("traffic control"), "{}", c.sentence);
+    }
+
+    fn cap(class: u32, cap_bit_s: u64, ports: &[(u16, bool)]) -> nasprobe_proto::ShapedClass {
+        nasprobe_proto::ShapedClass {
+            class,
+            cap_bit_s,
+            ports: ports
+                .iter()
+                .map(|&(port, dst)| nasprobe_proto::PortMatch { port, dst })
+                .collect(),
+            more_ports: 0,
+        }
+    }
+
+    /// 1:10 at 200 Mbit/s for destination port 7462 and source port 5201, 1:20 at 900 for
+    /// destination port 445.
+    fn htb() -> Shaper {
+        Shaper {
+            kind: "htb",
+            caps: vec![
+                cap(0x0001_0010, 200_000_000, &[(7462, true), (5201, false)]),
+                cap(0x0001_0020, 900_000_000, &[(445, true)]),
+            ],
+            default_class: Some(0x0001_0020),
+        }
+    }
+
+    #[test]
+    fn htb_class_whose_filter_matches_the_flow_is_named() {
+        let idx: Vec<usize> = (0..10).collect();
+        let s = host(Some(htb()), false);
+        let of = |local, remote| {
+            nic_candidate(&s, &idx, Some(FlowPorts { local, remote }))
+                .unwrap()
+                .sentence
+        };
+        let c = of(40_000, 7462);
+        assert!(
+            c.contains(
+                "traffic control on eth0 shapes egress with caps 200 Mbit/s..900 Mbit/s (htb); \
+                 the flow is in class 1:10 (its filter matches destination port 7462), capped at \
+                 200 Mbit/s"
+            ),
+            "{c}"
+        );
+        // A source port: the flow is sent from 5201.
+        assert!(
+            of(5201, 40_000).contains("class 1:10 (its filter matches source port 5201)"),
+            "{}",
+            of(5201, 40_000)
+        );
+        // The flow to 445 is in 1:20 although its rate is nearer 1:10's cap: 21% of 900 Mbit/s.
+        let c = nic_candidate(
+            &s,
+            &idx,
+            Some(FlowPorts {
+                local: 40_000,
+                remote: 445,
+            }),
+        )
+        .unwrap();
+        assert!(
+            c.sentence
+                .contains("the flow is in class 1:20 (its filter matches destination port 445)"),
+            "{}",
+            c.sentence
+        );
+        assert!(!c.wall, "{}", c.sentence);
+        // 7462 as a source port is not the filter's destination port: the rate decides.
+        assert!(of(7462, 40_000).contains("the flow rides near class 1:10 at 200 Mbit/s"));
     }
 
     #[test]
     fn htb_classes_name_the_one_the_flow_rides() {
         let idx: Vec<usize> = (0..10).collect();
-        let sh = Shaper {
-            kind: "htb",
-            caps: vec![(0x0001_0010, 200_000_000), (0x0001_0020, 900_000_000)],
-            default_class: Some(0x0001_0020),
-        };
-        let c = nic_candidate(&host(Some(sh), false), &idx).unwrap();
+        let c = nic_candidate(&host(Some(htb()), false), &idx, None).unwrap();
         assert!(c.wall, "{}", c.sentence);
         assert!(
             c.sentence.contains(

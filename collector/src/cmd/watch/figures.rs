@@ -244,6 +244,8 @@ mod tests {
                 .push(ShapedClass {
                     class: 0x0001_0010 + i as u32,
                     cap_bit_s: c,
+                    ports: Default::default(),
+                    more_ports: 0,
                 })
                 .unwrap();
         }
