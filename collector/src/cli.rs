@@ -86,6 +86,16 @@ pub struct Common {
     pub collector_name: Option<String>,
 }
 
+/// The NAS families `deploy` knows, each with its own places and init system
+/// (targets/*/README.md; their layouts are `cmd::deploy`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Family {
+    Sysv,
+    WdMycloud,
+    SynologyDsm,
+    Systemd,
+}
+
 /// Where the commands that record also push what they store (docs/metrics.md).
 #[derive(Debug, Args, Clone, Default)]
 pub struct PushFlags {
@@ -311,7 +321,7 @@ pub struct DeployFlags {
     pub dest: String,
     /// The NAS family [default: detected: Synology DSM, WD My Cloud, systemd, else SysV]
     #[arg(long, value_enum)]
-    pub target: Option<crate::cmd::deploy::Family>,
+    pub target: Option<Family>,
     /// Name in the host list [default: HOST]
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,

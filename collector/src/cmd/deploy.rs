@@ -15,7 +15,7 @@ use anyhow::{Context as _, anyhow, bail};
 use nasprobe_proto::PROTOCOL_VERSION;
 
 use crate::agents;
-use crate::cli::DeployFlags;
+use crate::cli::{DeployFlags, Family};
 use crate::context::Context;
 use crate::hosts::{HostSpec, parse_addr};
 use crate::output;
@@ -26,15 +26,6 @@ const INSTALL: &str = include_str!("../../../targets/deploy/install.sh");
 const UNINSTALL: &str = include_str!("../../../targets/deploy/uninstall.sh");
 const SYSV_INIT: &str = include_str!("../../../targets/sysv/nasprobe-agent");
 const SYSTEMD_UNIT: &str = include_str!("../../../targets/systemd/nasprobe-agent.service");
-
-/// The NAS families, each with its own places and init system (targets/*/README.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Family {
-    Sysv,
-    WdMycloud,
-    SynologyDsm,
-    Systemd,
-}
 
 impl Family {
     fn name(self) -> &'static str {
