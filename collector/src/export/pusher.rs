@@ -1,7 +1,7 @@
 //! One push target over HTTP: where it is and how it takes points ([`VmTarget`], [`Encoding`]),
 //! the client that sends a batch's body and reads the answer ([`Pusher`]: VictoriaMetrics'
 //! import, its start time and the points it already holds; Prometheus remote write), and the
-//! body being built ([`Body`]). The cursor and batching around it are [`super::vm`]'s.
+//! body being built (`Body`). The cursor and batching around it are [`super::vm`]'s.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
