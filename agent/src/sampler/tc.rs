@@ -156,13 +156,9 @@ impl Shapers {
             return false;
         }
         for _ in 0..DUMP_DGRAMS_MAX {
-            let n = match netlink::recv(fd, &mut self.buf, 0) {
-                Ok(n) if n > 0 => n,
-                r => {
-                    let e = match r {
-                        Err(e) => std::io::Error::from(e),
-                        Ok(_) => std::io::Error::last_os_error(),
-                    };
+            let n = match netlink::recv_dump(fd, &mut self.buf) {
+                Ok(n) => n,
+                Err(e) => {
                     self.log.warn(format_args!("traffic-control dump: {e}"));
                     return false;
                 }

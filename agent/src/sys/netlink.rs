@@ -106,6 +106,16 @@ pub(crate) fn send_to_kernel(fd: BorrowedFd<'_>, msg: &[u8]) -> io::Result<usize
     Ok(r as usize)
 }
 
+/// One datagram of a dump's answer: its length, or why none came (the socket's receive timeout,
+/// an error; an empty datagram as the last OS error).
+pub(crate) fn recv_dump(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    match recv(fd, buf, 0) {
+        Ok(n) if n > 0 => Ok(n),
+        Ok(_) => Err(io::Error::last_os_error()),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
 /// One `recv(fd, buf, flags)`: the datagram's length (cut to the buffer).
 pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], flags: libc::c_int) -> Result<usize, Errno> {
     // SAFETY: recv into our own buffer of its length.
