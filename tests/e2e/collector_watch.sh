@@ -40,17 +40,20 @@ for i in 1 2; do
     sleep 0.5
 done
 HOSTS=(src=127.0.0.1:$((BASE + 1)) dst=127.0.0.1:$((BASE + 2)))
+# Nothing of the user's configuration (a host list adds hosts to `watch --local`).
+export XDG_CONFIG_HOME="$TMP/config"
 
 # --- terminal -----------------------------------------------------------------------------------
 tmux new-session -d -s "$SESSION" -x 200 -y 50 \
     "NASPROBE_AGENT=$BIN/nasprobe-agent $BIN/nasprobe --db $TMP/w.db --token-file $TOK watch --local ${HOSTS[*]}; echo WATCH-EXIT=\$?; sleep 30"
 ok=""
-for _ in $(seq 1 40); do
+for _ in $(seq 1 80); do
     sleep 0.25
     tmux capture-pane -p -t "$SESSION" >"$TMP/pane.txt"
     if grep -q 'src — box1' "$TMP/pane.txt" && grep -q 'dst — box2' "$TMP/pane.txt" &&
         grep -q 'local — ' "$TMP/pane.txt" && [[ $(grep -c 'cpu0 ' "$TMP/pane.txt") -ge 1 ]] &&
-        grep -q 'disks' "$TMP/pane.txt" && grep -Eq 'mem [0-9]+/[0-9]+ MiB' "$TMP/pane.txt"; then
+        grep -q 'disks' "$TMP/pane.txt" && grep -Eq 'mem [0-9]+/[0-9]+ MiB' "$TMP/pane.txt" &&
+        [[ $(grep -o 'connected' "$TMP/pane.txt" | wc -l) -ge 3 ]]; then
         ok=1
         break
     fi

@@ -50,7 +50,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 guest() { scripts/nas-vm ssh "$@"; }
-np() { "$NP" --db "$DB" --token-file "$T/nas.token" "$@"; }
+# The host list of this run, not the user's (~/.config/nasprobe/hosts).
+np() { "$NP" --hosts-file "$T/hosts" --db "$DB" --token-file "$T/nas.token" "$@"; }
 
 scripts/nas-vm start
 eval "$(scripts/nas-vm env)"
@@ -104,7 +105,7 @@ guest '[ ! -e /mnt/HD/HD_a2/.nasprobe ]' || fail "WD uninstall left files"
 guest 'rm -rf /mnt/HD /usr/local/config'
 
 # --- record while a transfer pegs the core ----------------------------------------------------------
-"$NP" --db "$DB" --token-file "$T/nas.token" record --duration 150s >"$T/record.log" 2>&1 &
+"$NP" --hosts-file "$T/hosts" --db "$DB" --token-file "$T/nas.token" record --duration 150s >"$T/record.log" 2>&1 &
 REC_PID=$!
 sleep 3
 TRANSFER_S=25
