@@ -16,5 +16,9 @@ fuzz_target!(|data: &[u8]| {
             ports += f.ports.len() + usize::from(f.more_ports);
         }
     }
-    assert!(ports <= data.len() / 16 * 2, "{ports} ports from {} bytes", data.len());
+    assert!(
+        ports <= data.len() / 16 * 2,
+        "{ports} ports from {} bytes",
+        data.len()
+    );
 });
