@@ -60,19 +60,24 @@ run_phase() {
 # The sentences of a report: every string under its verdict and walls, one per line.
 report_text() { jq -r '[.. | strings] | .[]' "$1"; }
 
+# shaped PHASE NET_SENTENCE REPORT_SENTENCE: the run was capped near 200 Mbit/s, `test net` names
+# src's vsrc as the wall with NET_SENTENCE, and the report says REPORT_SENTENCE.
+shaped() {
+    local p=$1
+    jq -e '.results[0].mbit_s >= 150 and .results[0].mbit_s <= 205' "$T/$p-net.json" >/dev/null ||
+        nn_fail "$p: $(jq .results[0].mbit_s "$T/$p-net.json") Mbit/s, want 150-205"
+    jq -e '.results[0].wall | .resource == "nic" and .host == "src" and .device == "vsrc"' \
+        "$T/$p-net.json" >/dev/null || nn_fail "$p: test net does not name src's vsrc"
+    jq -r .verdict "$T/$p-net.json" | grep -qF "$2" || nn_fail "$p: test net does not say: $2"
+    report_text "$T/$p-report.json" | grep -qF "$3" || nn_fail "$p: report does not say: $3"
+}
+
 # --- tbf ------------------------------------------------------------------------------------------
 tc_src qdisc add dev vsrc root tbf rate 200mbit burst 64kb latency 50ms
 start_pair tbf 7451
 run_phase tbf 7451
-jq -e '.results[0].mbit_s >= 150 and .results[0].mbit_s <= 205' "$T/tbf-net.json" >/dev/null ||
-    nn_fail "tbf: $(jq .results[0].mbit_s "$T/tbf-net.json") Mbit/s, want 150-205"
-jq -e '.results[0].wall | .resource == "nic" and .host == "src" and .device == "vsrc"' \
-    "$T/tbf-net.json" >/dev/null || nn_fail "tbf: test net does not name src's vsrc"
-jq -r .verdict "$T/tbf-net.json" |
-    grep -q "traffic control on vsrc caps egress at 200 Mbit/s (tbf); the link is 10000 Mb/s" ||
-    nn_fail "tbf: test net does not name the shaper"
-report_text "$T/tbf-report.json" | grep -q "traffic control on vsrc caps egress at 200 Mbit/s (tbf)" ||
-    nn_fail "tbf: report does not name the shaper"
+shaped tbf "traffic control on vsrc caps egress at 200 Mbit/s (tbf); the link is 10000 Mb/s" \
+    "traffic control on vsrc caps egress at 200 Mbit/s (tbf)"
 tc_src qdisc del dev vsrc root
 
 # --- htb with a class for the test port -----------------------------------------------------------
@@ -83,15 +88,8 @@ tc_src class add dev vsrc parent 1:1 classid 1:20 htb rate 5gbit
 tc_src filter add dev vsrc parent 1: protocol ip prio 1 u32 match ip dport 7462 0xffff flowid 1:10
 start_pair htb 7461
 run_phase htb 7461
-jq -e '.results[0].mbit_s >= 150 and .results[0].mbit_s <= 205' "$T/htb-net.json" >/dev/null ||
-    nn_fail "htb: $(jq .results[0].mbit_s "$T/htb-net.json") Mbit/s, want 150-205"
-jq -e '.results[0].wall | .resource == "nic" and .host == "src" and .device == "vsrc"' \
-    "$T/htb-net.json" >/dev/null || nn_fail "htb: test net does not name src's vsrc"
-jq -r .verdict "$T/htb-net.json" |
-    grep -q "traffic control on vsrc shapes egress with caps 200 Mbit/s..5000 Mbit/s (htb); the flow rides near class 1:10 at 200 Mbit/s" ||
-    nn_fail "htb: test net does not name the class"
-report_text "$T/htb-report.json" | grep -q "class 1:10 at 200 Mbit/s" ||
-    nn_fail "htb: report does not name the class"
+shaped htb "traffic control on vsrc shapes egress with caps 200 Mbit/s..5000 Mbit/s (htb); the flow rides near class 1:10 at 200 Mbit/s" \
+    "class 1:10 at 200 Mbit/s"
 tc_src qdisc del dev vsrc root
 
 # --- unshaped -------------------------------------------------------------------------------------
