@@ -127,7 +127,7 @@ pid2="$(cat "$PREFIX/agent.pid")"
 [[ "$pid2" != "$pid1" ]] || fail "restart kept the old pid"
 ip netns exec "$NS" "$INITD/nasprobe-agent" stop >/dev/null
 if ip netns exec "$NS" "$INITD/nasprobe-agent" status >/dev/null; then fail "still running after stop"; fi
-kill -0 "$pid2" 2>/dev/null && fail "agent process survived stop"
+e2e_alive "$pid2" && fail "agent process survived stop"
 [[ ! -e "$PREFIX/agent.pid" ]] || fail "pidfile left after stop"
 grep -q "signal 15: exiting" "$PREFIX/agent.log" || fail "no clean exit in the log"
 
@@ -138,7 +138,7 @@ out="$(deploy --uninstall 2>&1)" || { echo "$out"; fail "uninstall failed"; }
 [[ ! -e "$PREFIX" && ! -e "$INITD/nasprobe-agent" ]] || fail "uninstall left files"
 [[ ! -e "$TMP/e2e.token" ]] || fail "uninstall left the local token"
 sleep 0.2
-kill -0 "$pid3" 2>/dev/null && fail "agent still running after uninstall"
+e2e_alive "$pid3" && fail "agent still running after uninstall"
 
 # --- from a release bundle (scripts/release; the suite's release step made it) -------------------
 if [[ ! -f $REPO/dist/SHA256SUMS ]]; then

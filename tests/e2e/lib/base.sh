@@ -14,6 +14,8 @@
 #                      makes it on its first start), logging to LOG, with ARG... (interval,
 #                      name, ...); sets AGENT_PID, adds it to PIDS; returns once LOG says
 #                      "listening on" once more than before (5 s), else fails with LOG's tail
+#   e2e_alive PID      whether process PID lives: a zombie (exited, its parent gone, and an init
+#                      here that is slow to reap) does not count, as in targets/sysv's alive()
 # shellcheck shell=bash
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 cd "$REPO"
@@ -44,6 +46,11 @@ e2e_build() {
         cargo build -q "${pkgs[@]}"
     fi
     BIN="$TARGET_DIR/$profile"
+}
+
+e2e_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    [[ $(sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null) != Z ]]
 }
 
 e2e_bins() {
