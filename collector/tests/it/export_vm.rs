@@ -397,8 +397,44 @@ fn kill_mid_export_no_gap_no_duplicate() {
     assert!(c.values().all(|c| c.acked == n), "{c:?}");
 }
 
+/// CPU time of the calling thread so far (user + system, seconds), from
+/// `/proc/thread-self/stat` (fields 14 and 15, in clock ticks of 1/100 s, Linux's USER_HZ).
+fn thread_cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // rest starts at field 3 (state): utime is field 14, stime field 15.
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// Pushes everything stored to `target` (a fresh engine) and prints the collector's cost per
+/// agent-sample: CPU of this thread (store read, decode, encoding, compression, HTTP) and bytes
+/// on the wire; returns (stats, wall seconds, CPU seconds).
+fn push_cost(store: &mut Store, target: VmTarget, what: &str) -> (vm::BatchStats, f64, f64) {
+    let pusher = Pusher::new(target, Duration::from_secs(60));
+    let cpu0 = thread_cpu_s();
+    let (s, secs) = vm::backfill(store, &pusher, vm::BATCH_RECORDS, |_| {}).unwrap();
+    let cpu = thread_cpu_s() - cpu0;
+    println!(
+        "{what}: {} samples + {} events = {} points, {:.1} MB on the wire in {secs:.2}s \
+         ({:.0} samples/s); collector CPU {cpu:.2}s = {:.1} us per agent-sample, {:.0} bytes \
+         per agent-sample",
+        s.samples,
+        s.events,
+        s.lines,
+        s.bytes as f64 / 1e6,
+        s.samples as f64 / secs,
+        cpu * 1e6 / s.samples as f64,
+        s.bytes as f64 / s.samples as f64,
+    );
+    (s, secs, cpu)
+}
+
 /// `NASPROBE_EXPORT_BENCH=50000 cargo test --release -p nasprobe --test it
-/// export_vm::backfill_throughput -- --nocapture`: samples per second pushed to VictoriaMetrics.
+/// export_vm::backfill_throughput -- --nocapture`: samples per second pushed to VictoriaMetrics
+/// by its import API and, side by side in the same run, by Prometheus remote write (to a second,
+/// fresh VictoriaMetrics' `/api/v1/write`), with the collector's CPU and bytes per agent-sample.
 #[test]
 fn backfill_throughput() {
     let Ok(n) = std::env::var("NASPROBE_EXPORT_BENCH").map(|v| v.parse::<u64>().unwrap()) else {
@@ -451,8 +487,11 @@ fn backfill_throughput() {
         lines.lines,
         samples as f64 / render
     );
-    let pusher = Pusher::new(VmTarget::parse(&vm.url()).unwrap(), Duration::from_secs(60));
-    let (s, secs) = vm::backfill(&mut store, &pusher, vm::BATCH_RECORDS, |_| {}).unwrap();
+    let (s, secs, _) = push_cost(
+        &mut store,
+        VmTarget::parse(&vm.url()).unwrap(),
+        "VictoriaMetrics import",
+    );
     println!(
         "export throughput: {} samples + {} events = {} points ({:.0} MB) in {secs:.2}s: \
          {:.0} samples/s, {:.0} points/s",
@@ -462,6 +501,19 @@ fn backfill_throughput() {
         s.bytes as f64 / 1e6,
         s.samples as f64 / secs,
         s.lines as f64 / secs
+    );
+    let rw_dir = tmp.path().join("rw");
+    std::fs::create_dir_all(&rw_dir).unwrap();
+    let rw_vm = Vm::start(&bin, &rw_dir);
+    let (rs, _, _) = push_cost(
+        &mut store,
+        VmTarget::remote_write(&format!("{}/api/v1/write", rw_vm.url())).unwrap(),
+        "remote write",
+    );
+    assert_eq!(
+        (rs.samples, rs.rejected),
+        (s.samples, 0),
+        "remote write sent every sample, none refused"
     );
     assert_exactly_once(
         &vm,
