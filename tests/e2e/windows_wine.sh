@@ -6,6 +6,16 @@
 # 10+ has and Rust's std imports: tests/wine/bcryptprimitives.c stands in for it, beside the exe
 # in the test's folder only.
 #
+# Then `nasprobe.exe deploy root@127.0.0.1` under wine against a real OpenSSH server in a network,
+# pid and mount namespace made here (lib/netns.sh, as deploy_cmd.sh; wine and its wineserver run
+# in that namespace too, so every connection stays on its loopback). Windows' OpenSSH client is
+# stood in for by ssh.exe and scp.exe (tests/wine/openssh.c), in a folder on wine's PATH, which
+# run this machine's /usr/bin/ssh and /usr/bin/scp: nasprobe.exe finds `ssh` and `scp` as it does
+# on Windows, and the agent goes over scp. Checked: the first deploy installs the agent (--agent, a
+# Windows path; --target sysv, prefix and init dir in a temp folder), it answers, the host list
+# (a Windows path) names it with its token, `nasprobe.exe record` gets records from it by that
+# name, a second deploy changes nothing, and `--uninstall` leaves nothing behind. Needs root.
+#
 #   tests/e2e/windows_wine.sh
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -13,6 +23,8 @@ cd "$REPO"
 E2E_NAME=windows_wine
 # shellcheck source=tests/e2e/lib/common.sh
 source "$REPO/tests/e2e/lib/common.sh"
+# shellcheck source=tests/e2e/lib/netns.sh
+source "$REPO/tests/e2e/lib/netns.sh"
 for c in wine x86_64-w64-mingw32-gcc; do
     command -v "$c" >/dev/null || fail "$c is missing (scripts/setup installs it)"
 done
@@ -25,9 +37,19 @@ EXE="$TARGET_DIR/$WIN/release/nasprobe.exe"
 TMP="$(mktemp -d /tmp/nasprobe-wine.XXXXXX)"
 AGENT_PID=""
 cleanup() {
+    local rc=$?
+    set +e
     [[ -z $AGENT_PID ]] || kill "$AGENT_PID" 2>/dev/null || true
     wineserver -k 2>/dev/null || true
+    # The deploy step's namespaces (lib/netns.sh): nn_cleanup prints NN_ON_FAIL's logs, removes
+    # $TMP too and exits with the script's status.
+    if [[ -n $NN_TAG ]]; then
+        NN_EXTRA_DIRS+=("$TMP")
+        (exit "$rc")
+        nn_cleanup
+    fi
     rm -rf "$TMP"
+    exit "$rc"
 }
 trap cleanup EXIT
 export WINEPREFIX="$TMP/wine" WINEDEBUG=-all
@@ -66,4 +88,85 @@ samples=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hosts
 cmp -s "$TMP/linux.json" "$TMP/windows.json" ||
     fail "the Windows report differs from the Linux one: $(diff "$TMP/linux.json" "$TMP/windows.json" | head -20)"
 say "report --json under wine over a Linux store: $samples samples of box, identical to Linux"
+# --- deploy over ssh under wine, into a namespace's sshd ------------------------------------------
+[[ $(id -u) == 0 ]] || e2e_skip "windows_wine deploy" "needs root for namespaces"
+[[ -x /usr/sbin/sshd && -x /usr/bin/ssh && -x /usr/bin/scp ]] ||
+    nn_need_packages openssh-server openssh-client || fail "openssh-server missing"
+DEPLOY_START=$SECONDS
+AGENT_BIN="${NASPROBE_DIST:-$REPO/dist}/nasprobe-agent-x86_64-unknown-linux-musl"
+[[ -x $AGENT_BIN && $(uname -m) == x86_64 ]] || AGENT_BIN="$AGENT"
+nn_setup windows_wine
+trap cleanup EXIT # nn_setup set its own; cleanup calls it
+nn_host nas
+nn_sshd nas 127.0.0.1 2222
+NS=${NN_NS[nas]}
+# Wine's sockets are made by its wineserver: it must run in the namespace. The one the steps
+# above started (in this machine's network) is stopped first.
+wineserver -k 2>/dev/null || true
+wineserver -w 2>/dev/null || true
+ip netns exec "$NS" wineserver -p
+for p in $(ip netns pids "$NS"); do
+    [[ $(cat "/proc/$p/comm" 2>/dev/null) == wineserver* ]] && break
+    p=""
+done
+[[ -n $p ]] || fail "no wineserver in namespace $NS"
+# Windows' OpenSSH client is on PATH (C:\Windows\System32\OpenSSH); the stand-ins are too.
+mkdir -p "$TMP/openssh"
+x86_64-w64-mingw32-gcc -O2 -municode -o "$TMP/openssh/ssh.exe" tests/wine/openssh.c
+x86_64-w64-mingw32-gcc -O2 -municode -DUNIX_PROGRAM='"/usr/bin/scp"' -o "$TMP/openssh/scp.exe" \
+    tests/wine/openssh.c
+winpath() { local p=$1; echo "Z:${p//\//\\}"; }
+export WINEPATH
+WINEPATH="$(winpath "$TMP/openssh")"
+PREFIX="$NN_TMP/nas/opt/nasprobe"
+INITD="$NN_TMP/nas/etc/init.d"
+HOSTS="$NN_TMP/conf/hosts"
+TOKEN="$NN_TMP/conf/tokens/nas.token"
+on_fail() {
+    echo "--- sshd log"; tail -n 20 "$NN_TMP/sshd.log" 2>/dev/null
+    echo "--- agent log"; tail -n 20 "$PREFIX/agent.log" 2>/dev/null
+    echo "--- wine"; tail -n 20 "$TMP/wine.err" 2>/dev/null
+}
+NN_ON_FAIL=on_fail
+# nasprobe.exe in the NAS's network namespace; the ssh options are the stand-ins' (Unix paths).
+npw() {
+    ip netns exec "$NS" timeout 120 wine "$TMP/win/nasprobe.exe" --hosts-file "$(winpath "$HOSTS")" \
+        --db "$(winpath "$NN_TMP/nasprobe.db")" "$@" 2>"$TMP/wine.err" | tr -d '\r'
+}
+wdeploy() {
+    npw deploy --target sysv --name nas --prefix "$PREFIX" --init-dir "$INITD" \
+        --agent "$(winpath "$AGENT_BIN")" --agent-args "--interval 100" --ssh-opt Port=2222 \
+        --ssh-opt "IdentityFile=$NN_TMP/id" --ssh-opt IdentitiesOnly=yes \
+        --ssh-opt "UserKnownHostsFile=$NN_TMP/known_hosts" \
+        --ssh-opt StrictHostKeyChecking=accept-new "$@" root@127.0.0.1
+}
+
+say "nasprobe.exe deploy root@127.0.0.1 (sshd in namespace $NS) with ssh.exe/scp.exe stand-ins"
+out="$(RUST_LOG=nasprobe=info wdeploy)" || { echo "$out"; fail "deploy under wine failed: $(tail -3 "$TMP/wine.err")"; }
+echo "$out" | sed 's/^/    /'
+grep -q "installed nasprobe-agent" <<<"$out" || fail "first deploy did not say installed"
+grep -q "127.0.0.1:7451 answers; record with: nasprobe record nas" <<<"$out" || fail "no answer/record line"
+! grep -q "scp failed" "$TMP/wine.err" || fail "scp.exe failed: $(grep "scp failed" "$TMP/wine.err")"
+[[ -x "$INITD/nasprobe-agent" && -x "$PREFIX/nasprobe-agent" ]] || fail "agent or init script not installed"
+cmp -s "$AGENT_BIN" "$PREFIX/nasprobe-agent" || fail "the installed agent is not the one sent"
+cmp -s "$PREFIX/token" "$TOKEN" || fail "the fetched token differs from the NAS's"
+want="nas 127.0.0.1:7451 $(winpath "$TOKEN")"
+grep -qxF "$want" <<<"$(tr -d '\r' <"$HOSTS")" || { cat "$HOSTS"; fail "no '$want' in the host list"; }
+pid1="$(cat "$PREFIX/agent.pid")"
+
+npw record --duration 2s nas >/dev/null || { cat "$TMP/wine.err"; fail "nasprobe.exe record nas failed"; }
+n="$(sed -n 's/.*stored \([0-9]*\) records.*/\1/p' "$TMP/wine.err")"
+((${n:-0} > 5)) || { cat "$TMP/wine.err"; fail "record stored ${n:-no} records"; }
+say "nasprobe.exe record nas (by the host list's name): $n records"
+
+out="$(wdeploy)" || { echo "$out"; fail "second deploy under wine failed: $(tail -3 "$TMP/wine.err")"; }
+grep -q "already installed, same version" <<<"$out" || { echo "$out"; fail "second deploy was not a no-op"; }
+[[ "$(cat "$PREFIX/agent.pid")" == "$pid1" ]] || fail "second deploy restarted the agent"
+say "second deploy: $(grep -o "already installed, same version[^;]*" <<<"$out")"
+
+out="$(wdeploy --uninstall)" || { echo "$out"; fail "deploy --uninstall under wine failed: $(tail -3 "$TMP/wine.err")"; }
+[[ ! -e $PREFIX && ! -e $INITD/nasprobe-agent ]] || fail "uninstall left files on the NAS"
+[[ ! -e $TOKEN ]] || fail "uninstall left the local token"
+! grep -q "^nas " <<<"$(tr -d '\r' <"$HOSTS")" || fail "uninstall left the host in the list"
+say "deploy, record, deploy again, uninstall under wine: $((SECONDS - DEPLOY_START)) s"
 say "PASS in $((SECONDS - START)) s"
