@@ -24,9 +24,9 @@ fn frame_needs_names_the_records_old_collectors_cannot_decode() {
         .unwrap();
         buf[..n].to_vec()
     };
-    let shaping = frame(RecordBody::Event(Event::Shaping(Shaping {
-        nics: Vec::new(),
-    })));
+    let shaping = frame(RecordBody::Event(Event::Shaping(
+        Shaping { nics: Vec::new() }.into(),
+    )));
     assert_eq!(frame_needs(&shaping), accepts::SHAPING);
     let exit_watch = frame(RecordBody::Event(Event::ExitWatch(ExitWatch {
         source: ExitSeen::Kernel,
@@ -1334,9 +1334,12 @@ fn record_shaping_event() {
         default_class: Some(0x0001_0020),
     };
     test_one(
-        event_record(Event::Shaping(Shaping {
-            nics: Vec::from_slice(&[tbf, htb]).unwrap(),
-        })),
+        event_record(Event::Shaping(
+            Shaping {
+                nics: Vec::from_slice(&[tbf, htb]).unwrap(),
+            }
+            .into(),
+        )),
         &GOLDEN_EV_SHAPING[..],
     );
     assert_eq!(ClassName(0x0001_0010).to_string(), "1:10");

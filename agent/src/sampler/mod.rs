@@ -305,7 +305,7 @@ impl Sampler {
         self.nics
             .sample(&self.proc, &self.sys, &mut self.buf, !priming, target, emit);
         if !priming && let Some(sh) = self.shapers.poll(&self.sys, &self.nics.info) {
-            emit(Event::Shaping(sh));
+            emit(Event::Shaping(sh.into()));
         }
         self.procs
             .sample(&self.proc, &mut self.buf, priming, out, emit);

@@ -316,9 +316,12 @@ mod tests {
             (1, link()),
             (
                 2,
-                Event::Shaping(Shaping {
-                    nics: heapless::Vec::new(),
-                }),
+                Event::Shaping(
+                    Shaping {
+                        nics: heapless::Vec::new(),
+                    }
+                    .into(),
+                ),
             ),
             (3, link()),
         ] {

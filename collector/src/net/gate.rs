@@ -413,7 +413,7 @@ fn show(live: &Live, idx: usize, r: nasprobe_proto::Record) {
             }
             // Per-sample TCP connections are measurements, not recent events.
             RecordBody::Event(Event::Connections(_)) => {}
-            RecordBody::Event(Event::Shaping(sh)) => h.shaping = Some(sh),
+            RecordBody::Event(Event::Shaping(sh)) => h.shaping = Some(*sh),
             RecordBody::Event(Event::OpenFiles(mut f)) => {
                 if let Some(o) = own {
                     o.filter_files(&mut f);
