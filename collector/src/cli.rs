@@ -84,6 +84,27 @@ pub struct Common {
     /// [default: this machine's host name]
     #[arg(long, global = true, value_name = "NAME")]
     pub collector_name: Option<String>,
+    /// Say only what went wrong: no progress or summary lines on stderr, log level error
+    /// (errors, alerts and the lines that explain a non-zero exit are still said)
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more on stderr: -v the connections' and the store's log (info), -vv debug, -vvv
+    /// trace (RUST_LOG, when set, decides instead)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl Common {
+    /// The log level of `-q`/`-v` (warn when neither is given).
+    pub fn log_level(&self) -> log::LevelFilter {
+        match (self.quiet, self.verbose) {
+            (true, _) => log::LevelFilter::Error,
+            (false, 0) => log::LevelFilter::Warn,
+            (false, 1) => log::LevelFilter::Info,
+            (false, 2) => log::LevelFilter::Debug,
+            (false, _) => log::LevelFilter::Trace,
+        }
+    }
 }
 
 /// The NAS families `deploy` knows, each with its own places and init system

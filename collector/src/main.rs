@@ -4,7 +4,6 @@ use clap::Parser;
 use nasprobe::cli::{Cli, Command, TestCommand, exit};
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -17,6 +16,10 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // -q/-v set the level; RUST_LOG, when set, decides instead.
+    let level = cli.common.log_level().as_str().to_ascii_lowercase();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
+    nasprobe::output::set_quiet(cli.common.quiet);
     let code = match run(cli) {
         Ok(()) => exit::OK,
         // The reader of stdout went away (`| head`): a normal end, said nowhere.

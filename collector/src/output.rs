@@ -1,9 +1,28 @@
 //! Standard output of every command: one buffered writer whose errors travel up as values, so a
 //! closed pipe (`nasprobe report | head -1`) ends the program quietly with exit 0 and a full disk
 //! (`> /dev/full`) is a one-line error, never a panic of `println!`; and the wall of a test or
-//! ladder step in words; and whether colours are wanted ([`color_wanted`]: `NO_COLOR`).
+//! ladder step in words; whether colours are wanted ([`color_wanted`]: `NO_COLOR`); and the
+//! progress and summary lines on stderr that `--quiet` leaves out ([`note`]).
 
 use std::io::{self, BufWriter, StdoutLock, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once by `main` from `--quiet`.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `--quiet`: from now on [`note`] prints nothing.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// A progress or summary line for the person at the terminal (`nasprobe: MSG` on stderr), left
+/// out under `--quiet`. Errors, warnings, alerts and the lines that explain a failing exit code
+/// are printed with `eprintln!` whatever `--quiet` says.
+pub fn note(msg: impl std::fmt::Display) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("nasprobe: {msg}");
+    }
+}
 
 /// The buffered, locked stdout a command writes to; call [`Out::finish`] at the end so that a
 /// failed final flush is reported too.

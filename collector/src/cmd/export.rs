@@ -113,8 +113,8 @@ pub fn run(
 
 /// The closing line of a push.
 fn say_pushed(t: &vm::BatchStats, secs: f64, url: &str) {
-    eprintln!(
-        "nasprobe: pushed {} samples and {} events ({} points, {:.1} MB{}{}) to {} in {:.2}s: \
+    crate::output::note(format_args!(
+        "pushed {} samples and {} events ({} points, {:.1} MB{}{}) to {} in {:.2}s: \
          {:.0} samples/s, {:.0} points/s",
         t.samples,
         t.events,
@@ -134,7 +134,7 @@ fn say_pushed(t: &vm::BatchStats, secs: f64, url: &str) {
         secs,
         t.samples as f64 / secs.max(1e-9),
         t.lines as f64 / secs.max(1e-9)
-    );
+    ));
 }
 
 /// `nasprobe export --remote-write URL`: pushes everything not yet pushed to that receiver

@@ -21,12 +21,12 @@ pub fn run(
     crate::signals::install();
     let names: Vec<_> = targets.iter().map(|t| t.spec.name.clone()).collect();
     log::info!("recording {} into {}", names.join(", "), db.display());
-    eprintln!(
-        "nasprobe: recording {} into {}{}",
+    crate::output::note(format_args!(
+        "recording {} into {}{}",
         names.join(", "),
         db.display(),
         duration.map_or(String::new(), |d| format!(" for {}s", d.as_secs_f64()))
-    );
+    ));
     let col = Collector::start(store, targets, Some(c.retention));
     let alerts = crate::alerts::Alerts::start(db.clone(), col.live.clone(), alert_cfg)?;
     let start = Instant::now();
@@ -64,15 +64,15 @@ pub fn run(
         }
     }
     let committed = live.committed.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!(
-        "nasprobe: stored {committed} records in {} ({})",
+    crate::output::note(format_args!(
+        "stored {committed} records in {} ({})",
         store.path().display(),
         live.snapshot()
             .iter()
             .map(|h| format!("{}: {}", h.name, h.received))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    ));
     if unstored.is_some() {
         let err = live
             .store_error

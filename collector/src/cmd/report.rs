@@ -70,7 +70,7 @@ pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
         );
         if a.json {
             // stdout stays one JSON object.
-            eprintln!("nasprobe: {wrote}");
+            crate::output::note(&wrote);
         } else {
             // The page holds the report; one line names it.
             out.line(&wrote)?;

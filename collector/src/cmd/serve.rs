@@ -49,8 +49,8 @@ pub fn run(
     };
     let server = Server::start(metrics, &db, max_age, &c.collector)?;
     crate::signals::install();
-    eprintln!(
-        "nasprobe: serving the newest rates of {} on http://{}/metrics{}",
+    crate::output::note(format_args!(
+        "serving the newest rates of {} on http://{}/metrics{}",
         db.display(),
         server.addr,
         if hosts.is_empty() {
@@ -58,7 +58,7 @@ pub fn run(
         } else {
             format!(" while recording {}", hosts.join(", "))
         }
-    );
+    ));
     let start = Instant::now();
     // Sleeps until a signal, the end of the duration or the collector's end (no polling).
     while !crate::signals::stop_requested() && collector.as_ref().is_none_or(|c| !c.is_finished()) {

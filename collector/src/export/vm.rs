@@ -552,7 +552,7 @@ async fn run(
                 live.caught_up.store(false, Ordering::Relaxed);
                 if last_error.take().is_some() {
                     log::warn!("export to {url}: works again");
-                    eprintln!("nasprobe: export to {url} works again");
+                    crate::output::note(format_args!("export to {url} works again"));
                 }
                 wait = min_backoff;
                 // Remote write: a batch that was not full was all there was; the next one

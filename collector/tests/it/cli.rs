@@ -3,7 +3,9 @@
 //! never authenticated, 0 when every host delivered records; against a dead address, a fake
 //! agent with another token and one with the right one); `report --host`; `nasprobe
 //! completions SHELL` gives a script the shell loads (bash completes `nasprobe rep` to
-//! `report`), `nasprobe man` a manual page with every subcommand and the exit codes.
+//! `report`), `nasprobe man` a manual page with every subcommand and the exit codes; `-q` leaves
+//! out the progress and summary lines but never the lines that explain a failing exit, `-v`
+//! adds the log.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -15,6 +17,11 @@ const TOKEN: &[u8] = b"0123456789abcdef0123456789abcdef";
 
 /// `nasprobe record --duration DUR HOSTS...` with `TOKEN` in a private token file.
 fn record(dir: &Path, dur: &str, hosts: &[String]) -> Output {
+    record_with(dir, &[], dur, hosts)
+}
+
+/// [`record`] with global flags (`-q`, `-v`) before the command.
+fn record_with(dir: &Path, flags: &[&str], dur: &str, hosts: &[String]) -> Output {
     let tok = dir.join("token");
     std::fs::write(&tok, [TOKEN, b"\n"].concat()).unwrap();
     std::fs::set_permissions(&tok, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
@@ -23,6 +30,7 @@ fn record(dir: &Path, dur: &str, hosts: &[String]) -> Output {
         .arg(dir.join("r.db"))
         .arg("--token-file")
         .arg(&tok)
+        .args(flags)
         .args(["record", "--duration", dur])
         .args(hosts)
         .output()
@@ -106,6 +114,39 @@ fn record_with_a_wrong_token_exits_1_good_agents_0_and_report_host_keeps_one() {
     assert!(
         err.contains("\"nope\"") && err.contains("good, two"),
         "{err}"
+    );
+}
+
+#[test]
+fn quiet_keeps_only_what_explains_the_exit_and_verbose_adds_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = FakeAgent::start(TOKEN.to_vec(), history());
+    let hosts = [
+        format!("good={}", good.addr),
+        "dead=127.0.0.1:1".to_string(),
+    ];
+    let out = record_with(dir.path(), &["-q"], "2s", &hosts);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines().all(|l| l.starts_with("nasprobe: dead")),
+        "only the lines about the host that failed: {err}"
+    );
+    assert!(err.contains("nasprobe: dead: never reached in 2."), "{err}");
+    // Without -q: the progress and summary lines; with -v: the log as well. (A new store: the
+    // first one holds everything of `good` already.)
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_with(dir.path(), &["-v"], "2s", &hosts[..1]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("nasprobe: recording good into "), "{err}");
+    assert!(err.contains("nasprobe: stored "), "{err}");
+    assert!(err.contains(" INFO "), "-v: the info log: {err}");
+    let out = record_with(dir.path(), &["-q", "-v"], "1s", &hosts[..1]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "-q and -v together are a usage error"
     );
 }
 
