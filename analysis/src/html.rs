@@ -167,8 +167,9 @@ fn headline_plain(r: &Report) -> String {
             b.device.as_deref().unwrap_or("?")
         ),
         Resource::Nic => format!(
-            "the wall is on {host}: NIC {} at {u} of its link",
-            b.device.as_deref().unwrap_or("?")
+            "the wall is on {host}: NIC {} at {u} of {}",
+            b.device.as_deref().unwrap_or("?"),
+            crate::text::nic_ceiling(b)
         ),
         Resource::Memory => format!("the wall is on {host}: memory — the host is swapping"),
         // Said by limit::verdict_words above.

@@ -32,9 +32,10 @@ pub fn verdict_line(r: &Report) -> String {
                     pct(b.utilization)
                 ),
                 Resource::Nic => format!(
-                    "NIC {} at {} of its link",
+                    "NIC {} at {} of {}",
                     b.device.as_deref().unwrap_or("?"),
-                    pct(b.utilization)
+                    pct(b.utilization),
+                    nic_ceiling(b)
                 ),
                 Resource::Memory => "memory: the host is swapping".to_string(),
                 // Said by limit::verdict_words above.
@@ -46,6 +47,23 @@ pub fn verdict_line(r: &Report) -> String {
                 b.host.as_deref().unwrap_or("?")
             )
         }
+    }
+}
+
+/// What a NIC wall is at a share of, in the verdict line: "its link", or "its traffic-control
+/// cap" when its evidence says a shaper is the ceiling (the link is then far above the flow).
+pub(crate) fn nic_ceiling(b: &crate::report::Bottleneck) -> &'static str {
+    let shaped = match (&b.host, &b.device) {
+        (Some(h), Some(d)) => {
+            let words = crate::vocab::shaped_nic_words(h, d);
+            b.evidence.iter().any(|e| e.starts_with(&words))
+        }
+        _ => false,
+    };
+    if shaped {
+        "its traffic-control cap"
+    } else {
+        "its link"
     }
 }
 

@@ -143,6 +143,13 @@ pub struct PeerEnd {
     pub lifetime_ms: u64,
 }
 
+/// How the sentence of a NIC whose ceiling is a traffic-control cap starts ("nas: traffic
+/// control on eth0 caps egress at ..."): written by the NIC candidate, read back by
+/// `text::nic_ceiling`.
+pub(crate) fn shaped_nic_words(host: &str, nic: &str) -> String {
+    format!("{host}: traffic control on {nic} ")
+}
+
 /// `x` rounded to two decimals, as every figure of the report is (0 for NaN and infinities).
 pub fn round2(x: f64) -> f64 {
     if x.is_finite() {

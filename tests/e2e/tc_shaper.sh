@@ -61,7 +61,8 @@ run_phase() {
 report_text() { jq -r '[.. | strings] | .[]' "$1"; }
 
 # shaped PHASE NET_SENTENCE REPORT_SENTENCE: the run was capped near 200 Mbit/s, `test net` names
-# src's vsrc as the wall with NET_SENTENCE, and the report says REPORT_SENTENCE.
+# src's vsrc as the wall with NET_SENTENCE, and the report says REPORT_SENTENCE; its verdict line
+# says the NIC is at its traffic-control cap.
 shaped() {
     local p=$1
     jq -e '.results[0].mbit_s >= 150 and .results[0].mbit_s <= 205' "$T/$p-net.json" >/dev/null ||
@@ -70,6 +71,11 @@ shaped() {
         "$T/$p-net.json" >/dev/null || nn_fail "$p: test net does not name src's vsrc"
     jq -r .verdict "$T/$p-net.json" | grep -qF "$2" || nn_fail "$p: test net does not say: $2"
     report_text "$T/$p-report.json" | grep -qF "$3" || nn_fail "$p: report does not say: $3"
+    # The verdict line names the cap, not the link (the link is 50 times the flow).
+    "$NASPROBE" --db "$T/$p.db" report 2>&1 | grep -m1 '^Verdict' |
+        grep -qF "the wall is on src: NIC vsrc at" || nn_fail "$p: the report's verdict line does not name src's vsrc"
+    "$NASPROBE" --db "$T/$p.db" report 2>&1 | grep -m1 '^Verdict' | grep -qF "of its traffic-control cap." ||
+        nn_fail "$p: the report's verdict line does not say the NIC is at its traffic-control cap"
 }
 
 # --- tbf ------------------------------------------------------------------------------------------

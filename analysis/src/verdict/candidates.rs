@@ -399,12 +399,12 @@ fn shaped_candidate(
         wall: util >= NIC_WALL,
         lone: false,
         sentence: format!(
-            "{h}: traffic control on {name} {what}; {link}: sending {:.1} MB/s, {} of the cap — \
-             such rules come from Synology DSM's Traffic Control, QNAP's QoS or a `tc` line \
-             (`tc qdisc show dev {name}`)",
+            "{}{what}; {link}: sending {:.1} MB/s, {} of the cap — such rules come from \
+             Synology DSM's Traffic Control, QNAP's QoS or a `tc` line (`tc qdisc show dev \
+             {name}`)",
+            crate::vocab::shaped_nic_words(&s.name, name),
             tx / MB,
             pct(util),
-            h = s.name
         ),
     })
 }
@@ -512,6 +512,13 @@ mod tests {
             c.sentence
         );
         assert!(c.sentence.contains("DSM"));
+        // The verdict line says what the NIC is at a share of: the cap, not the link.
+        let wall = super::super::decide::decide(std::slice::from_ref(&c), None);
+        assert_eq!(crate::text::nic_ceiling(&wall), "its traffic-control cap");
+        let mut plain = c.clone();
+        plain.sentence = "nas: eth0 at 95% of its 1000 Mb/s link".into();
+        let wall = super::super::decide::decide(std::slice::from_ref(&plain), None);
+        assert_eq!(crate::text::nic_ceiling(&wall), "its link");
         // Unshaped, the same flow is 19% of the link: no wall.
         let c = nic_candidate(&host(None, false), &idx, None).unwrap();
         assert!(!c.wall && !c.sentence.contains("traffic control"));
