@@ -59,8 +59,14 @@ impl Common {
                 .collector_name
                 .clone()
                 .unwrap_or_else(crate::export::default_collector_name),
+            trust: self.ca_file.clone().unwrap_or_default(),
         }
     }
+}
+
+/// `--ca-file FILE`, read and checked when the command line is.
+fn parse_ca_file(s: &str) -> Result<crate::http::Trust, String> {
+    crate::http::Trust::from_ca_file(std::path::Path::new(s)).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args, Clone)]
@@ -84,6 +90,11 @@ pub struct Common {
     /// [default: this machine's host name]
     #[arg(long, global = true, value_name = "NAME")]
     pub collector_name: Option<String>,
+    /// PEM file of the certificates that https receivers (--remote-write, --export-vm,
+    /// --notify) are checked against, instead of the Mozilla roots built in: a private CA, or
+    /// the system's bundle (e.g. /etc/ssl/certs/ca-certificates.crt)
+    #[arg(long, global = true, value_name = "FILE", value_parser = parse_ca_file)]
+    pub ca_file: Option<crate::http::Trust>,
     /// Say only what went wrong: no progress or summary lines on stderr, log level error
     /// (errors, alerts and the lines that explain a non-zero exit are still said)
     #[arg(short, long, global = true, conflicts_with = "verbose")]

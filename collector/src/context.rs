@@ -23,6 +23,8 @@ pub struct Context {
     pub retention: crate::store::Retention,
     /// The `collector` label of every exported series (`--collector-name`).
     pub collector: String,
+    /// What the https of every push is checked against (`--ca-file`).
+    pub trust: crate::http::Trust,
 }
 
 impl Context {
@@ -76,7 +78,9 @@ impl Context {
         args: &crate::alerts::AlertArgs,
     ) -> anyhow::Result<crate::alerts::AlertConfig> {
         let file = crate::alerts::config::file_next_to(&self.hosts_file);
-        crate::alerts::AlertConfig::resolve(args, Some(&file))
+        let mut cfg = crate::alerts::AlertConfig::resolve(args, Some(&file))?;
+        cfg.trust = self.trust.clone();
+        Ok(cfg)
     }
 
     /// Opens (or creates) the store, naming the file in any error.

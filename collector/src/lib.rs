@@ -14,6 +14,7 @@
 //! - [`export`]: VictoriaMetrics, the scrape endpoint, the point formats;
 //! - [`model`]: decoded samples and rates; [`live_verdict`]: the verdict over the last minute;
 //!   [`local`]: `watch --local` runs an agent on this machine, [`own`]: what of it is nasprobe's;
+//! - [`http`]: the HTTP client of every push (https through rustls, `--ca-file`);
 //! - [`alerts`]: the rules evaluated while recording, their state and their delivery;
 //! - `sys`: every `unsafe` (the signal pipe, aligned uncached I/O); denied elsewhere.
 
@@ -26,6 +27,7 @@ pub mod cmd;
 pub mod context;
 pub mod export;
 pub mod hosts;
+pub mod http;
 pub mod live_verdict;
 pub mod local;
 pub mod model;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Alerts (issue 27): host_lost, delivery to a webhook that is down then answers 500 then works,
 # and `record` killed with SIGKILL and restarted. One agent on loopback; `nasprobe record
-# --alert host_lost.for=5s --notify webhook=...` with a real HTTP receiver
-# (tests/e2e/lib/alert_receiver.py):
+# --alert host_lost.for=5s --notify webhook=https://localhost:PORT/hook --ca-file CA` with a
+# real HTTPS receiver (tests/e2e/lib/alert_receiver.py, a certificate of a CA made by openssl:
+# tests/e2e/lib/tls.sh):
 #  - the agent SIGKILLed → one host_lost firing within its 5 s (+ a few), while the receiver is
 #    down (kept as undelivered: `nasprobe alerts` lists it);
 #  - record SIGKILLed and restarted while the agent is still down → no second firing;
@@ -17,6 +18,8 @@ E2E_NAME=alerts_host_lost
 T=$E2E_NAME
 # shellcheck source=tests/e2e/lib/base.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/base.sh"
+# shellcheck source=tests/e2e/lib/tls.sh
+source "$REPO/tests/e2e/lib/tls.sh"
 fail() {
     echo "$T: FAIL: $*" >&2
     for f in record.log record2.log hook.jsonl hook.jsonl.attempts alerts.txt; do
@@ -37,6 +40,7 @@ cleanup() {
     if [[ -n ${NASPROBE_KEEP:-} ]]; then say "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
+tls_make "$TMP/tls"
 TOK="$TMP/token"
 DB="$TMP/nasprobe.db"
 PORT=$((20000 + RANDOM % 20000))
@@ -45,9 +49,9 @@ HOOK="$TMP/hook.jsonl"
 start=$SECONDS
 REC=""
 start_record() { # LOG
-    "$NP" --db "$DB" --token-file "$TOK" --hosts-file "$TMP/hosts" record \
-        --alert host_lost.for=5s --no-alert stall --no-alert death \
-        --notify "webhook=http://127.0.0.1:$HPORT/hook" nas=127.0.0.1:$PORT 2>"$TMP/$1" &
+    "$NP" --db "$DB" --token-file "$TOK" --hosts-file "$TMP/hosts" --ca-file "$TMP/tls/ca.pem" \
+        record --alert host_lost.for=5s --no-alert stall --no-alert death \
+        --notify "webhook=https://localhost:$HPORT/hook" nas=127.0.0.1:$PORT 2>"$TMP/$1" &
     REC=$!
     PIDS+=($REC)
 }
@@ -98,8 +102,9 @@ wait_for 20 '[.alerts[] | select(.rule == "host_lost" and .state == "resolved")]
 resolved=$(alerts_json | jq -r '.alerts[0].summary')
 [[ $resolved == *"backfilled"* ]] || fail "resolved summary: $resolved"
 
-say "the receiver up (its first answer: 500)"
-python3 "$REPO/tests/e2e/lib/alert_receiver.py" "$HPORT" "$HOOK" 1 &
+say "the receiver up, over https (its first answer: 500)"
+python3 "$REPO/tests/e2e/lib/alert_receiver.py" "$HPORT" "$HOOK" 1 "$TMP/tls/server.pem" \
+    "$TMP/tls/server.key" &
 PIDS+=($!)
 until_t=$((SECONDS + 100))
 while ((SECONDS < until_t)); do

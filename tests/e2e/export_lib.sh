@@ -49,10 +49,11 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wait_http URL SECONDS: waits until URL answers 2xx.
+# wait_http URL SECONDS [CURL-ARG...]: waits until URL answers 2xx.
 wait_http() {
     local url=$1 secs=$2 t=0
-    while ! curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
+    shift 2
+    while ! curl -fsS -o /dev/null --max-time 2 "$@" "$url" 2>/dev/null; do
         t=$((t + 1))
         ((t > secs * 5)) && return 1
         sleep 0.2

@@ -16,6 +16,12 @@
 #     second push sends nothing; the bearer token of --remote-write-auth is sent.
 #  d. Two collectors (--collector-name a / b) record the same agents into one Prometheus: two
 #     collector series per metric, no sample refused, Prometheus counts no out-of-order sample.
+#  e. https: a second Prometheus (--web.config.file with tls_server_config) and a VictoriaMetrics
+#     (-tls) serve a certificate of a CA made by openssl (tests/e2e/lib/tls.sh). Without
+#     --ca-file, and with another CA's file, `export --remote-write` fails at once naming the
+#     certificate and what it was checked against, and sends nothing; with --ca-file every
+#     stored sample reaches both (remote write, and the VictoriaMetrics push with its /metrics
+#     and export reads).
 #
 #   tests/e2e/export_remote_write.sh     build (debug) and run
 #   NASPROBE_BIN_DIR=DIR ...             use nasprobe, nasprobe-agent, nasprobe-scenario from DIR
@@ -24,7 +30,7 @@ set -euo pipefail
 E2E_NAME=export_remote_write
 # shellcheck source=tests/e2e/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
-for t in python3 curl; do command -v $t >/dev/null || e2e_skip "$E2E_NAME" "$t missing"; done
+for t in python3 curl jq openssl; do command -v $t >/dev/null || e2e_skip "$E2E_NAME" "$t missing"; done
 
 # shellcheck source=tests/e2e/export_lib.sh
 source "$REPO/tests/e2e/export_lib.sh"
@@ -142,7 +148,9 @@ grep -q 'export: ' "$TMP/record_b.log" || fail "record (b) said no failed push: 
 ! grep -q 'points refused\|points dropped' "$TMP/record_b.log" || fail "record (b) dropped: $(cat "$TMP/record_b.log")"
 timeout 60 "${NPX[@]}" export --format json >"$TMP/store_b.jsonl" 2>/dev/null
 raw "$PURL" 'nasprobe_sample_interval_seconds[1h]' >"$TMP/prom_b.json" || fail "Prometheus query (b)"
-python3 - "$TMP/store_b.jsonl" "$TMP/prom_b.json" >"$TMP/cmp_b.out" <<'PY' || fail "b. $(cat "$TMP/cmp_b.out")"
+# every_sample.py STORE-JSONL PROM-JSON: every stored sample timestamp of every host is in the
+# engine's answer to nasprobe_sample_interval_seconds[1h].
+cat >"$TMP/every_sample.py" <<'PY'
 import json, sys
 store = {}
 for line in open(sys.argv[1]):
@@ -159,6 +167,8 @@ if bad or not store:
     sys.exit(1)
 print(", ".join(f"{h}: all {len(t)} samples" for h, t in sorted(store.items())))
 PY
+python3 "$TMP/every_sample.py" "$TMP/store_b.jsonl" "$TMP/prom_b.json" >"$TMP/cmp_b.out" ||
+    fail "b. $(cat "$TMP/cmp_b.out")"
 say "b. after the outage Prometheus holds every stored sample ($(cat "$TMP/cmp_b.out"))"
 
 # --- c. a receiver that refuses -----------------------------------------------------------------
@@ -236,5 +246,64 @@ grep -q '^prometheus_tsdb_out_of_order_samples_total' "$TMP/prom_metrics.txt" ||
 ooo=$(awk '/^prometheus_tsdb_out_of_order_samples_total/ {s += $2} END {print s + 0}' "$TMP/prom_metrics.txt")
 [[ $ooo == 0 ]] || fail "d. Prometheus counted $ooo out-of-order samples"
 say "d. collector series: $cols; out-of-order samples: $ooo"
+
+# --- e. https ------------------------------------------------------------------------------------
+# shellcheck source=tests/e2e/lib/tls.sh
+source "$REPO/tests/e2e/lib/tls.sh"
+tls_make "$TMP/tls"
+CA=(--cacert "$TMP/tls/ca.pem")
+printf 'tls_server_config:\n  cert_file: %s\n  key_file: %s\n' "$TMP/tls/server.pem" \
+    "$TMP/tls/server.key" >"$TMP/web.yml"
+SPORT=$(free_port)
+prometheus --config.file "$TMP/prometheus.yml" --storage.tsdb.path "$TMP/prom_tls" \
+    --web.listen-address "127.0.0.1:$SPORT" --web.config.file "$TMP/web.yml" "$RECV" \
+    >>"$TMP/prom_tls.log" 2>&1 &
+PIDS+=($!)
+wait_http "https://localhost:$SPORT/-/ready" 60 "${CA[@]}" ||
+    fail "e. Prometheus over TLS not ready: $(tail -5 "$TMP/prom_tls.log")"
+VTPORT=$(free_port)
+mkdir -p "$TMP/vm_tls"
+victoria-metrics -storageDataPath "$TMP/vm_tls" -httpListenAddr "127.0.0.1:$VTPORT" \
+    -retentionPeriod 100y -tls -tlsCertFile "$TMP/tls/server.pem" \
+    -tlsKeyFile "$TMP/tls/server.key" >>"$TMP/vm_tls.log" 2>&1 &
+PIDS+=($!)
+wait_http "https://localhost:$VTPORT/health" 30 "${CA[@]}" ||
+    fail "e. VictoriaMetrics over TLS did not start: $(tail -5 "$TMP/vm_tls.log")"
+SURL="https://localhost:$SPORT/api/v1/write"
+say "e. https: Prometheus on $SPORT and VictoriaMetrics on $VTPORT with a certificate of the test's CA"
+for ca in none other; do
+    args=()
+    [[ $ca == other ]] && args=(--ca-file "$TMP/tls/other-ca.pem")
+    t0=$SECONDS
+    rc=0
+    timeout 60 "${NPX[@]}" "${args[@]}" export --remote-write "$SURL" 2>"$TMP/export_e_$ca.log" || rc=$?
+    ((rc != 0)) || fail "e. export --remote-write over https with CA '$ca' succeeded"
+    ((SECONDS - t0 < 20)) || fail "e. a refused certificate was retried ($((SECONDS - t0)) s)"
+    want="built-in Mozilla roots"
+    [[ $ca == other ]] && want="--ca-file $TMP/tls/other-ca.pem"
+    grep -q "invalid peer certificate.*UnknownIssuer.*$want" "$TMP/export_e_$ca.log" ||
+        fail "e. CA '$ca': $(cat "$TMP/export_e_$ca.log")"
+done
+n_tls=$(curl -fsS "${CA[@]}" "https://localhost:$SPORT/api/v1/query" \
+    --data-urlencode 'query=count({__name__=~"nasprobe_.+"})' | jq -r '.data.result | length')
+[[ $n_tls == 0 ]] || fail "e. something reached the receiver through a refused certificate"
+timeout 120 "${NPX[@]}" --ca-file "$TMP/tls/ca.pem" export --remote-write "$SURL" \
+    2>"$TMP/export_e.log" || fail "e. export --remote-write over https: $(cat "$TMP/export_e.log")"
+timeout 120 "${NPX[@]}" --ca-file "$TMP/tls/ca.pem" export --push-vm "https://localhost:$VTPORT" \
+    2>"$TMP/export_e_vm.log" || fail "e. export --push-vm over https: $(cat "$TMP/export_e_vm.log")"
+timeout 60 "${NPX[@]}" export --format json >"$TMP/store_e.jsonl" 2>/dev/null
+curl -fsS --max-time 20 "${CA[@]}" "https://localhost:$SPORT/api/v1/query" \
+    --data-urlencode 'query=nasprobe_sample_interval_seconds[1h]' \
+    --data-urlencode "time=$(date +%s)" >"$TMP/prom_e.json" || fail "e. Prometheus query over https"
+python3 "$TMP/every_sample.py" "$TMP/store_e.jsonl" "$TMP/prom_e.json" >"$TMP/cmp_e.out" ||
+    fail "e. Prometheus over https: $(cat "$TMP/cmp_e.out")"
+curl -fsS --max-time 30 "${CA[@]}" "https://localhost:$VTPORT/internal/force_flush" >/dev/null
+sleep 3
+curl -fsS --max-time 20 "${CA[@]}" "https://localhost:$VTPORT/api/v1/query" \
+    --data-urlencode 'query=nasprobe_sample_interval_seconds[1h]' \
+    --data-urlencode "time=$(date +%s)" >"$TMP/vm_e.json" || fail "e. VictoriaMetrics query over https"
+python3 "$TMP/every_sample.py" "$TMP/store_e.jsonl" "$TMP/vm_e.json" >"$TMP/cmp_e_vm.out" ||
+    fail "e. VictoriaMetrics over https: $(cat "$TMP/cmp_e_vm.out")"
+say "e. https refused without the CA and with another CA (at once); with --ca-file, Prometheus: $(cat "$TMP/cmp_e.out"); VictoriaMetrics: $(cat "$TMP/cmp_e_vm.out")"
 
 say "PASS ($((SECONDS - START)) s)"

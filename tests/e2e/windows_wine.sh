@@ -40,6 +40,7 @@ cleanup() {
     local rc=$?
     set +e
     [[ -z $AGENT_PID ]] || kill "$AGENT_PID" 2>/dev/null || true
+    [[ -z ${RW_PID:-} ]] || kill "$RW_PID" 2>/dev/null || true
     wineserver -k 2>/dev/null || true
     # The deploy step's namespaces (lib/netns.sh): nn_cleanup prints NN_ON_FAIL's logs, removes
     # $TMP too and exits with the script's status.
@@ -88,6 +89,30 @@ samples=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hosts
 cmp -s "$TMP/linux.json" "$TMP/windows.json" ||
     fail "the Windows report differs from the Linux one: $(diff "$TMP/linux.json" "$TMP/windows.json" | head -20)"
 say "report --json under wine over a Linux store: $samples samples of box, identical to Linux"
+# --- https from Windows: rustls and ring in nasprobe.exe -------------------------------------------
+# shellcheck source=tests/e2e/lib/tls.sh
+source "$REPO/tests/e2e/lib/tls.sh"
+tls_make "$TMP/tls"
+HPORT=$((PORT + 1))
+python3 "$REPO/tests/e2e/lib/alert_receiver.py" "$HPORT" "$TMP/rw.jsonl" 0 "$TMP/tls/server.pem" \
+    "$TMP/tls/server.key" &
+RW_PID=$!
+for _ in $(seq 50); do curl -fsS -o /dev/null --cacert "$TMP/tls/ca.pem" -X POST -d '{}' \
+    "https://localhost:$HPORT/probe" 2>/dev/null && break; sleep 0.1; done
+rm -f "$TMP/rw.jsonl"
+rc=0
+timeout 300 wine "$TMP/win/nasprobe.exe" --db "$windb" export --remote-write \
+    "https://localhost:$HPORT/api/v1/write" 2>"$TMP/wine_https.err" || rc=$?
+((rc != 0)) && grep -q "UnknownIssuer.*built-in Mozilla roots" "$TMP/wine_https.err" ||
+    fail "https without --ca-file under wine: exit $rc: $(tail -3 "$TMP/wine_https.err")"
+[[ ! -s $TMP/rw.jsonl ]] || fail "something was sent through a refused certificate"
+timeout 300 wine "$TMP/win/nasprobe.exe" --db "$windb" --ca-file "Z:${TMP//\//\\}\\tls\\ca.pem" \
+    export --remote-write "https://localhost:$HPORT/api/v1/write" 2>"$TMP/wine_https.err" ||
+    fail "export --remote-write over https under wine: $(tail -3 "$TMP/wine_https.err")"
+kill "$RW_PID" 2>/dev/null || true
+sent=$(grep -ci '"content-encoding": "snappy"' "$TMP/rw.jsonl" 2>/dev/null || true)
+((${sent:-0} >= 1)) || fail "the TLS receiver got no remote write batch: $(head -c 300 "$TMP/rw.jsonl" 2>/dev/null)"
+say "nasprobe.exe over https: refused without --ca-file (UnknownIssuer), $sent batches with it"
 # --- deploy over ssh under wine, into a namespace's sshd ------------------------------------------
 [[ $(id -u) == 0 ]] || e2e_skip "windows_wine deploy" "needs root for namespaces"
 [[ -x /usr/sbin/sshd && -x /usr/bin/ssh && -x /usr/bin/scp ]] ||

@@ -144,13 +144,10 @@ impl Receiver {
             return Err(format!("--notify {s:?}: empty target"));
         }
         let http = |t: String| {
-            if t.starts_with("http://") {
+            if t.starts_with("http://") || t.starts_with("https://") {
                 Ok(t)
             } else {
-                Err(format!(
-                    "--notify {s:?}: want an http:// URL (this build sends no TLS: put a local \
-                     relay in front of an https receiver)"
-                ))
+                Err(format!("--notify {s:?}: want an http:// or https:// URL"))
             }
         };
         match kind.trim() {
@@ -200,6 +197,8 @@ pub struct AlertConfig {
     pub(crate) file: Option<(PathBuf, bool)>,
     /// Each alert sent is also a line on stderr (not under `watch`, whose banner shows them).
     pub(crate) on_stderr: bool,
+    /// What the https receivers' certificates are checked against (`--ca-file`).
+    pub(crate) trust: crate::http::Trust,
 }
 
 /// The file next to the host list.
@@ -231,6 +230,7 @@ impl AlertConfig {
             expect: None,
             file: None,
             on_stderr: true,
+            trust: crate::http::Trust::default(),
         };
         if let Some(path) = file {
             match std::fs::read_to_string(path) {
@@ -460,7 +460,11 @@ mod tests {
         let mut a = AlertArgs::default();
         a.no_alert.push("stal".into());
         assert!(AlertConfig::resolve(&a, None).is_err());
-        assert!(Receiver::parse("webhook=https://x").is_err());
+        assert!(Receiver::parse("webhook=ftp://x").is_err());
+        assert_eq!(
+            Receiver::parse("ntfy=https://ntfy.sh/t").unwrap(),
+            Receiver::Ntfy("https://ntfy.sh/t".into())
+        );
         assert!(Receiver::parse("pager=http://x").is_err());
         assert_eq!(
             Receiver::parse("ntfy=http://127.0.0.1:1/t").unwrap(),

@@ -29,19 +29,33 @@ pub(crate) fn backoff(attempts: u32) -> Duration {
         .min(BACKOFF_CAP)
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .timeout_global(Some(TIMEOUT))
-        .http_status_as_error(false)
-        .build()
-        .into()
+/// The HTTP client of the receivers: one agent (its connections kept), https checked against
+/// `--ca-file` or the built-in roots.
+#[derive(Clone)]
+pub(crate) struct Client {
+    agent: ureq::Agent,
+    trust: crate::http::Trust,
 }
 
-fn answer(
-    url: &str,
-    r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-) -> Result<(), String> {
-    let mut resp = r.map_err(|e| format!("{url}: {e}"))?;
+impl Client {
+    pub(crate) fn new(trust: &crate::http::Trust) -> Client {
+        Client {
+            agent: trust.agent(TIMEOUT),
+            trust: trust.clone(),
+        }
+    }
+
+    fn answer(
+        &self,
+        url: &str,
+        r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<(), String> {
+        answer(url, r.map_err(|e| self.trust.describe(url, &e)))
+    }
+}
+
+fn answer(url: &str, r: Result<ureq::http::Response<ureq::Body>, String>) -> Result<(), String> {
+    let mut resp = r?;
     let status = resp.status().as_u16();
     if (200..300).contains(&status) {
         return Ok(());
@@ -68,28 +82,28 @@ fn am_url(base: &str) -> String {
 
 /// Sends one notification (blocking). `hold_s`: how long Alertmanager keeps a firing alert
 /// without hearing of it again.
-pub(crate) fn send(r: &Receiver, body: &str, hold_s: u64) -> Result<(), String> {
+pub(crate) fn send(c: &Client, r: &Receiver, body: &str, hold_s: u64) -> Result<(), String> {
     match r {
-        Receiver::Webhook(url) => answer(
+        Receiver::Webhook(url) => c.answer(
             url,
-            agent()
+            c.agent
                 .post(url)
                 .header("Content-Type", "application/json")
                 .send(body),
         ),
         Receiver::Ntfy(url) => {
             let (text, headers) = payload::ntfy(body);
-            let mut req = agent().post(url);
+            let mut req = c.agent.post(url);
             for (k, v) in headers {
                 req = req.header(k, v);
             }
-            answer(url, req.send(text))
+            c.answer(url, req.send(text))
         }
         Receiver::Alertmanager(base) => {
             let url = am_url(base);
-            answer(
+            c.answer(
                 &url,
-                agent()
+                c.agent
                     .post(&url)
                     .header("Content-Type", "application/json")
                     .send(payload::alertmanager(body, hold_s)),
@@ -137,6 +151,7 @@ pub(crate) async fn deliver_due(
     db: &crate::store::StoreReader,
     receivers: &[Receiver],
     hold_s: u64,
+    client: &Client,
 ) {
     for r in receivers {
         let spec = r.spec();
@@ -153,8 +168,8 @@ pub(crate) async fn deliver_due(
             if next.next_ms > now {
                 break;
             }
-            let (rc, body) = (r.clone(), next.payload.clone());
-            let res = smol::unblock(move || send(&rc, &body, hold_s)).await;
+            let (rc, body, c) = (r.clone(), next.payload.clone(), client.clone());
+            let res = smol::unblock(move || send(&c, &rc, &body, hold_s)).await;
             let now = nasprobe_proto::time::now_ms();
             let w = match res {
                 Ok(()) => {
@@ -213,7 +228,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("np-exec-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("got.json");
+        let c = Client::new(&Default::default());
         send(
+            &c,
             &Receiver::Exec(format!("cat > '{}'", out.display())),
             "{\"rule\":\"stall\"}",
             0,
@@ -223,7 +240,7 @@ mod tests {
             std::fs::read_to_string(&out).unwrap(),
             "{\"rule\":\"stall\"}"
         );
-        assert!(send(&Receiver::Exec("exit 3".into()), "{}", 0).is_err());
+        assert!(send(&c, &Receiver::Exec("exit 3".into()), "{}", 0).is_err());
         std::fs::remove_dir_all(&dir).ok();
     }
 
@@ -236,6 +253,7 @@ mod tests {
             .unwrap()
             .port();
         let e = send(
+            &Client::new(&Default::default()),
             &Receiver::Webhook(format!("http://127.0.0.1:{port}/x")),
             "{}",
             0,

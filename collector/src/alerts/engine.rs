@@ -285,6 +285,7 @@ pub(crate) async fn run(
     shared: Arc<super::base::Shared>,
 ) {
     let receivers = engine.cfg.receivers.clone();
+    let client = deliver::Client::new(&engine.cfg.trust);
     // Alertmanager forgets a firing alert not heard of for this long: twice the repeat.
     let hold_s = engine.cfg.repeat().as_secs() * 2 + 60;
     let (kick, kicked) = smol::channel::bounded::<()>(1);
@@ -292,7 +293,7 @@ pub(crate) async fn run(
     let stop2 = stop.clone();
     let delivery = ex.spawn(async move {
         loop {
-            deliver::deliver_due(&deliver_store, &receivers, hold_s).await;
+            deliver::deliver_due(&deliver_store, &receivers, hold_s, &client).await;
             let woke = async { kicked.recv().await.is_ok() }
                 .or(async {
                     let _ = stop2.recv().await;
@@ -304,7 +305,7 @@ pub(crate) async fn run(
                 })
                 .await;
             if !woke {
-                let _ = deliver::deliver_due(&deliver_store, &receivers, hold_s)
+                let _ = deliver::deliver_due(&deliver_store, &receivers, hold_s, &client)
                     .or(async {
                         smol::Timer::after(DRAIN).await;
                     })

@@ -151,7 +151,8 @@ pub fn push_remote_write(
         .transpose()?;
     let pusher = vm::Pusher::new(vm::VmTarget::remote_write(url)?, Duration::from_secs(60))
         .with_auth(auth)
-        .with_collector(&c.collector);
+        .with_collector(&c.collector)
+        .with_trust(&c.trust);
     let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
     let (t, secs) = vm::backfill_retrying(&mut store, &pusher, &mut st, RETRY_FOR)?;
     say_pushed(&t, secs, &pusher.target.base);
@@ -166,7 +167,8 @@ pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
     anyhow::ensure!(c.db.exists(), "no database at {}", c.db.display());
     let mut store = c.open_store()?;
     let pusher = vm::Pusher::new(vm::VmTarget::parse(url)?, Duration::from_secs(60))
-        .with_collector(&c.collector);
+        .with_collector(&c.collector)
+        .with_trust(&c.trust);
     let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
     let (t, secs) =
         vm::backfill_with(&mut store, &pusher, &mut st, vm::BATCH_RECORDS, &mut |_| {})?;

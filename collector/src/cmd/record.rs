@@ -17,7 +17,7 @@ pub fn run(
     let db = c.db.clone();
     let store = c.open_store()?;
     // The exporter reads the store through its own connection and pushes what is committed.
-    let pushing = crate::export::Pushing::start(&db, &push.to(), &c.collector)?;
+    let pushing = crate::export::Pushing::start(&db, &push.to(), &c.collector, &c.trust)?;
     crate::signals::install();
     let names: Vec<_> = targets.iter().map(|t| t.spec.name.clone()).collect();
     log::info!("recording {} into {}", names.join(", "), db.display());

@@ -45,7 +45,7 @@ pub fn run(
         (None, Some(_), _) | (None, _, Some(_)) => {
             anyhow::bail!("--export-vm and --remote-write push what this run records: give hosts")
         }
-        _ => crate::export::Pushing::start(&db, &push.to(), &c.collector)?,
+        _ => crate::export::Pushing::start(&db, &push.to(), &c.collector, &c.trust)?,
     };
     let server = Server::start(metrics, &db, max_age, &c.collector)?;
     crate::signals::install();

@@ -42,8 +42,13 @@ pub(crate) struct Pushing(Vec<vm::Exporter>);
 
 impl Pushing {
     /// Starts one exporter per target given, each reading the store at `db` on its own
-    /// connection and pushing what is committed.
-    pub(crate) fn start(db: &Path, push: &PushTo, collector: &str) -> anyhow::Result<Pushing> {
+    /// connection and pushing what is committed (https checked against `trust`).
+    pub(crate) fn start(
+        db: &Path,
+        push: &PushTo,
+        collector: &str,
+        trust: &crate::http::Trust,
+    ) -> anyhow::Result<Pushing> {
         let mut targets = Vec::new();
         if let Some(url) = &push.export_vm {
             targets.push((vm::VmTarget::parse(url)?, None));
@@ -66,7 +71,8 @@ impl Pushing {
             let opts = vm::ExportOptions::for_encoding(target.encoding);
             let pusher = vm::Pusher::new(target, Duration::from_secs(30))
                 .with_auth(auth)
-                .with_collector(collector);
+                .with_collector(collector)
+                .with_trust(trust);
             out.push(vm::Exporter::start(db.to_path_buf(), pusher, opts)?);
         }
         Ok(Pushing(out))

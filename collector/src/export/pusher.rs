@@ -26,7 +26,7 @@ pub enum Encoding {
 /// Where to push.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmTarget {
-    /// VictoriaMetrics: `http://host:port` (with any path prefix, e.g. a vmauth route), no
+    /// VictoriaMetrics: `http://host:port` or `https://…` (with any path prefix, e.g. a vmauth route), no
     /// trailing slash. Remote write: the whole URL of the receiver's write endpoint.
     pub base: String,
     /// The key of this target's cursors in the store.
@@ -34,27 +34,17 @@ pub struct VmTarget {
     pub encoding: Encoding,
 }
 
-/// Refuses `https://` (the collector's HTTP client is built without TLS) and adds `http://`.
-fn plain_http(url: &str) -> anyhow::Result<String> {
-    let u = url.trim();
-    if u.starts_with("https://") {
-        anyhow::bail!(
-            "{url}: https is not supported by this build (plain http only); put the engine \
-             behind a local proxy or use http on a trusted network"
-        );
-    }
-    Ok(match u.starts_with("http://") {
-        true => u.to_string(),
-        false => format!("http://{u}"),
-    })
+/// A receiver's URL with its scheme (`http://` added when none is given; `https://` taken).
+fn with_scheme(url: &str) -> anyhow::Result<String> {
+    crate::http::url_with_scheme("receiver", url).map_err(|e| anyhow::anyhow!(e))
 }
 
 impl VmTarget {
     /// A remote write receiver: `http://host:port/path`, or `host:port` for Prometheus' own
     /// `/api/v1/write`.
     pub fn remote_write(url: &str) -> anyhow::Result<VmTarget> {
-        let mut u = plain_http(url)?;
-        let rest = &u["http://".len()..];
+        let mut u = with_scheme(url)?;
+        let rest = crate::http::after_scheme(&u);
         anyhow::ensure!(
             !rest.is_empty() && !rest.starts_with('/') && !rest.contains(['#', ' ']),
             "{url}: not a remote write URL (example: http://127.0.0.1:9090/api/v1/write)"
@@ -71,14 +61,14 @@ impl VmTarget {
 
     /// Accepts `http://host:port`, `host:port`, or a URL ending in `/api/v1/import/prometheus`.
     pub fn parse(url: &str) -> anyhow::Result<VmTarget> {
-        let mut u = plain_http(url)?;
+        let mut u = with_scheme(url)?;
         if let Some(s) = u.strip_suffix("/api/v1/import/prometheus") {
             u = s.to_string();
         }
-        while u.len() > "http://".len() && u.ends_with('/') {
+        while !crate::http::after_scheme(&u).is_empty() && u.ends_with('/') {
             u.pop();
         }
-        let host = &u["http://".len()..];
+        let host = crate::http::after_scheme(&u);
         anyhow::ensure!(
             !host.is_empty() && !host.contains(['?', '#', ' ']),
             "{url}: not a VictoriaMetrics URL (example: http://127.0.0.1:8428)"
@@ -101,6 +91,9 @@ impl VmTarget {
 pub enum PushError {
     #[error("{url}: {source}")]
     Http { url: String, source: ureq::Error },
+    /// The receiver's certificate was not accepted (what it was checked against is said).
+    #[error("{0}")]
+    Certificate(String),
     #[error("{url}: HTTP {status}: {body}")]
     Status {
         url: String,
@@ -137,6 +130,10 @@ impl Epoch {
 pub struct Pusher {
     pub target: VmTarget,
     agent: ureq::Agent,
+    /// What the receiver's https certificate is checked against.
+    trust: crate::http::Trust,
+    /// Each request's time limit.
+    timeout: Duration,
     /// The `Authorization` header's value (remote write, `--remote-write-auth`).
     auth: Option<String>,
     /// The `collector` label of every series pushed.
@@ -191,13 +188,17 @@ pub(crate) fn refused_for_good(e: &PushError) -> bool {
 }
 
 fn read_body(
+    trust: &crate::http::Trust,
     url: &str,
     r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     limit: u64,
 ) -> Result<String, PushError> {
-    let mut resp = r.map_err(|source| PushError::Http {
-        url: url.to_string(),
-        source,
+    let mut resp = r.map_err(|source| match crate::http::is_certificate_error(&source) {
+        true => PushError::Certificate(trust.describe(url, &source)),
+        false => PushError::Http {
+            url: url.to_string(),
+            source,
+        },
     })?;
     let status = resp.status().as_u16();
     let body = resp.body_mut().with_config().limit(limit).read_to_string();
@@ -228,18 +229,25 @@ fn query_escape(v: &str) -> String {
 }
 
 impl Pusher {
+    /// A client whose every request ends within `timeout`; https checked against Mozilla's
+    /// roots until [`Pusher::with_trust`].
     pub fn new(target: VmTarget, timeout: Duration) -> Pusher {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let trust = crate::http::Trust::default();
         Pusher {
             target,
-            agent,
+            agent: trust.agent(timeout),
+            trust,
+            timeout,
             auth: None,
             collector: super::metrics::default_collector_name(),
         }
+    }
+
+    /// Checks the receiver's https certificate against `trust` (`--ca-file`).
+    pub fn with_trust(mut self, trust: &crate::http::Trust) -> Pusher {
+        self.agent = trust.agent(self.timeout);
+        self.trust = trust.clone();
+        self
     }
 
     /// Sends `Authorization: VALUE` with every push.
@@ -268,7 +276,8 @@ impl Pusher {
                 if let Some(a) = &self.auth {
                     req = req.header("Authorization", a);
                 }
-                read_body(url, req.send(&bytes[..]), 1 << 16).map(|_| bytes.len() as u64)
+                read_body(&self.trust, url, req.send(&bytes[..]), 1 << 16)
+                    .map(|_| bytes.len() as u64)
             }
         }
     }
@@ -281,19 +290,19 @@ impl Pusher {
             .post(&url)
             .header("Content-Type", "text/plain")
             .send(body);
-        read_body(&url, r, 1 << 16).map(|_| ())
+        read_body(&self.trust, &url, r, 1 << 16).map(|_| ())
     }
 
     /// Makes what the engine received visible to queries (`/internal/force_flush`).
     pub fn force_flush(&self) -> Result<(), PushError> {
         let url = format!("{}/internal/force_flush", self.target.base);
-        read_body(&url, self.agent.get(&url).call(), 1 << 16).map(|_| ())
+        read_body(&self.trust, &url, self.agent.get(&url).call(), 1 << 16).map(|_| ())
     }
 
     /// The engine's start time and uptime, from its `/metrics`.
     pub fn epoch(&self) -> Result<Epoch, PushError> {
         let url = format!("{}/metrics", self.target.base);
-        let text = read_body(&url, self.agent.get(&url).call(), 64 << 20)?;
+        let text = read_body(&self.trust, &url, self.agent.get(&url).call(), 64 << 20)?;
         let at = Instant::now();
         let find = |name: &str| {
             text.lines()
@@ -332,7 +341,7 @@ impl Pusher {
             from_ms.saturating_sub(1000) / 1000,
             to_ms / 1000 + 1
         );
-        let text = read_body(&url, self.agent.get(&url).call(), 1 << 30)?;
+        let text = read_body(&self.trust, &url, self.agent.get(&url).call(), 1 << 30)?;
         let mut out = HashSet::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let v: serde_json::Value =

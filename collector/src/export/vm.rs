@@ -668,7 +668,8 @@ pub fn backfill_retrying(
                 wait = rw::MIN_BACKOFF;
             }
             Ok(None) => return Ok((total, start.elapsed().as_secs_f64())),
-            Err(e) if progress.elapsed() < retry_for => {
+            // A refused certificate does not get better by waiting.
+            Err(e) if progress.elapsed() < retry_for && !matches!(e, PushError::Certificate(_)) => {
                 log::info!("export: {e}; retrying in {wait:?}");
                 std::thread::sleep(wait);
                 wait = (wait * 2).min(rw::MAX_BACKOFF);
@@ -715,8 +716,9 @@ mod tests {
             VmTarget::parse("http://vm:8428/api/v1/import/prometheus").unwrap(),
             VmTarget::parse("http://vm:8428/").unwrap()
         );
-        assert!(VmTarget::parse("https://vm").is_err());
+        assert_eq!(VmTarget::parse("https://vm").unwrap().base, "https://vm");
         assert!(VmTarget::parse("http://").is_err());
+        assert!(VmTarget::parse("ftp://vm").is_err());
     }
 
     #[test]

@@ -150,6 +150,36 @@ fn quiet_keeps_only_what_explains_the_exit_and_verbose_adds_the_log() {
     );
 }
 
+#[test]
+fn a_ca_file_that_is_missing_or_holds_no_certificate_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("ca.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    for (file, why) in [
+        (dir.path().join("none.pem"), "No such file"),
+        (empty, "no certificate in it"),
+    ] {
+        let out = Command::new(NP)
+            .arg("--ca-file")
+            .arg(&file)
+            .args([
+                "export",
+                "--remote-write",
+                "https://localhost:1/api/v1/write",
+            ])
+            .arg("--db")
+            .arg(dir.path().join("db"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&file.display().to_string()) && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
 fn np(args: &[&str]) -> String {
     let out = Command::new(NP).args(args).output().unwrap();
     assert!(out.status.success(), "{args:?}: {out:?}");

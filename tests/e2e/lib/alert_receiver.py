@@ -1,11 +1,12 @@
 """A webhook receiver for the alert tests: a real HTTP server on loopback that appends each
 POST body as one line to OUT (JSON bodies compacted), answering 500 to the first FAIL_FIRST
-requests, then 200.
+requests, then 200; https with CERT and KEY (PEM files).
 
-    python3 alert_receiver.py PORT OUT [FAIL_FIRST]
+    python3 alert_receiver.py PORT OUT [FAIL_FIRST [CERT KEY]]
 """
 import http.server
 import json
+import ssl
 import sys
 
 PORT, OUT = int(sys.argv[1]), sys.argv[2]
@@ -37,4 +38,9 @@ class Hook(http.server.BaseHTTPRequestHandler):
         pass
 
 
-http.server.HTTPServer(("127.0.0.1", PORT), Hook).serve_forever()
+server = http.server.HTTPServer(("127.0.0.1", PORT), Hook)
+if len(sys.argv) > 5:
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[4], sys.argv[5])
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+server.serve_forever()

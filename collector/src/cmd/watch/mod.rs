@@ -63,7 +63,7 @@ pub fn run(
         .as_ref()
         .filter(|_| !show_self)
         .map(|a| (0, crate::own::Own::local(&c.db, &a.log)));
-    let pushing = crate::export::Pushing::start(&c.db, &push.to(), &c.collector)?;
+    let pushing = crate::export::Pushing::start(&c.db, &push.to(), &c.collector, &c.trust)?;
     crate::signals::install();
     let col = Collector::start_with_own(store, targets, Some(c.retention), own);
     let started = Instant::now();
