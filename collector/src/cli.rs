@@ -144,6 +144,11 @@ pub struct PushFlags {
     /// 'basic USER:PASSWORD'
     #[arg(long, value_name = "FILE", requires = "remote_write")]
     pub remote_write_auth: Option<PathBuf>,
+    /// One more header of every remote write request, e.g. 'X-Scope-OrgID: site1' (the tenant
+    /// of a multi-tenant Mimir or Cortex); repeatable
+    #[arg(long, value_name = "'NAME: VALUE'", requires = "remote_write",
+          value_parser = crate::export::remote_write::parse_header)]
+    pub remote_write_header: Vec<(String, String)>,
 }
 
 impl PushFlags {
@@ -153,6 +158,7 @@ impl PushFlags {
             export_vm: self.export_vm.clone(),
             remote_write: self.remote_write.clone(),
             remote_write_auth: self.remote_write_auth.clone(),
+            remote_write_headers: self.remote_write_header.clone(),
         }
     }
 }
@@ -252,6 +258,10 @@ pub enum Command {
         /// Credentials of the remote write receiver (see record --remote-write-auth)
         #[arg(long, value_name = "FILE", requires = "remote_write")]
         remote_write_auth: Option<PathBuf>,
+        /// One more header of every request (see record --remote-write-header); repeatable
+        #[arg(long, value_name = "'NAME: VALUE'", requires = "remote_write",
+              value_parser = crate::export::remote_write::parse_header)]
+        remote_write_header: Vec<(String, String)>,
     },
     /// Prometheus scrape endpoint with the newest rates of every host in the store (and, given
     /// hosts, recording them meanwhile)

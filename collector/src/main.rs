@@ -57,11 +57,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             push_vm,
             remote_write,
             remote_write_auth,
+            remote_write_header,
         } => match (push_vm, remote_write) {
             (Some(url), _) => nasprobe::cmd::export::push_vm(c, &url),
-            (None, Some(url)) => {
-                nasprobe::cmd::export::push_remote_write(c, &url, remote_write_auth.as_deref())
-            }
+            (None, Some(url)) => nasprobe::cmd::export::push_remote_write(
+                c,
+                &url,
+                remote_write_auth.as_deref(),
+                &remote_write_header,
+            ),
             (None, None) => nasprobe::cmd::export::run(c, format, since, &host),
         },
         Command::Serve {

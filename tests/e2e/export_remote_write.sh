@@ -13,7 +13,8 @@
 #     batches waited in the store and were retried with backoff).
 #  c. A receiver that answers 400 (a python stand-in): each batch is sent once (never retried),
 #     the receiver's message is said once, `nasprobe hosts list` counts what was refused, a
-#     second push sends nothing; the bearer token of --remote-write-auth is sent.
+#     second push sends nothing; the bearer token of --remote-write-auth and the tenant header
+#     of --remote-write-header are sent.
 #  d. Two collectors (--collector-name a / b) record the same agents into one Prometheus: two
 #     collector series per metric, no sample refused, Prometheus counts no out-of-order sample.
 #  e. https: a second Prometheus (--web.config.file with tls_server_config) and a VictoriaMetrics
@@ -58,7 +59,8 @@ raw() {
 
 # --- a. record into Prometheus, export into VictoriaMetrics, compare -----------------------------
 say "a. recording ${HOSTS[*]} for 8s with --remote-write $PURL/api/v1/write"
-timeout 90 "${NPX[@]}" record --duration 8s --remote-write "$PURL/api/v1/write" "${HOSTS[@]}" \
+timeout 90 "${NPX[@]}" record --duration 8s --remote-write "$PURL/api/v1/write" \
+    --remote-write-header 'X-Scope-OrgID: site-1' "${HOSTS[@]}" \
     2>"$TMP/record_a.log" || fail "record: $(cat "$TMP/record_a.log")"
 timeout 60 "${NPX[@]}" export --remote-write "http://127.0.0.1:$VMPORT/api/v1/write" \
     2>"$TMP/export_vm.log" || fail "export --remote-write: $(cat "$TMP/export_vm.log")"
@@ -186,7 +188,8 @@ class H(http.server.BaseHTTPRequestHandler):
         log.write(" ".join([hashlib.sha256(body).hexdigest(), h.get("Content-Encoding", "-"),
                             h.get("Content-Type", "-"),
                             h.get("X-Prometheus-Remote-Write-Version", "-"),
-                            h.get("Authorization", "-").replace(" ", "_")]) + "\n")
+                            h.get("Authorization", "-").replace(" ", "_"),
+                            h.get("X-Scope-OrgID", "-")]) + "\n")
         log.flush()
         msg = b"out of bounds: stand-in refusal\n"
         self.send_response(400)
@@ -208,14 +211,15 @@ printf 'bearer s3cret\n' >"$TMP/auth"
 chmod 600 "$TMP/auth"
 BURL="http://127.0.0.1:$BPORT/api/v1/write"
 timeout 60 "${NPX[@]}" export --remote-write "$BURL" --remote-write-auth "$TMP/auth" \
-    2>"$TMP/export_c.log" || fail "export to the stand-in: $(cat "$TMP/export_c.log")"
+    --remote-write-header 'X-Scope-OrgID: site-1' 2>"$TMP/export_c.log" ||
+    fail "export to the stand-in: $(cat "$TMP/export_c.log")"
 n=$(wc -l <"$TMP/refused.log")
 uniq_n=$(cut -d' ' -f1 "$TMP/refused.log" | sort -u | wc -l)
 ((n >= 2 && n == uniq_n)) || fail "c. $n requests, $uniq_n distinct bodies (a batch sent twice?)"
 said=$(grep -c 'stand-in refusal' "$TMP/export_c.log" || true)
 ((said == 1)) || fail "c. the refusal said $said times: $(cat "$TMP/export_c.log")"
 heads=$(cut -d' ' -f2- "$TMP/refused.log" | sort -u)
-[[ $heads == "snappy application/x-protobuf 0.1.0 Bearer_s3cret" ]] || fail "c. headers: $heads"
+[[ $heads == "snappy application/x-protobuf 0.1.0 Bearer_s3cret site-1" ]] || fail "c. headers: $heads"
 "${NPX[@]}" hosts list >"$TMP/hosts_list.out" 2>&1 || fail "hosts list: $(cat "$TMP/hosts_list.out")"
 grep -E "^# export to remote write $BURL: dst: 0 records waiting, refused [1-9][0-9]* samples .*stand-in refusal" \
     "$TMP/hosts_list.out" >/dev/null || fail "c. hosts list: $(cat "$TMP/hosts_list.out")"

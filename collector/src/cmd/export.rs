@@ -143,6 +143,7 @@ pub fn push_remote_write(
     c: &Context,
     url: &str,
     auth: Option<&std::path::Path>,
+    headers: &[(String, String)],
 ) -> anyhow::Result<()> {
     anyhow::ensure!(c.db.exists(), "no database at {}", c.db.display());
     let mut store = c.open_store()?;
@@ -151,6 +152,7 @@ pub fn push_remote_write(
         .transpose()?;
     let pusher = vm::Pusher::new(vm::VmTarget::remote_write(url)?, Duration::from_secs(60))
         .with_auth(auth)
+        .with_headers(headers)
         .with_collector(&c.collector)
         .with_trust(&c.trust);
     let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;

