@@ -71,8 +71,10 @@ impl Trust {
         })
     }
 
-    /// An agent whose every request (connect, TLS, send, answer) ends within `timeout`, and
-    /// whose HTTP error statuses are answers, not errors.
+    /// An agent whose every request (connect, TLS, send, answer) ends within `timeout`, whose
+    /// HTTP error statuses are answers, not errors, and which follows no redirect: a POST
+    /// redirected by 301/302 would come back as a GET without its batch, whose 405 would read as
+    /// the batch refused for good ([`redirect_words`] says where to point instead).
     pub(crate) fn agent(&self, timeout: Duration) -> ureq::Agent {
         let roots = match &self.ca {
             Some((_, certs)) => RootCerts::Specific(certs.clone()),
@@ -81,6 +83,7 @@ impl Trust {
         ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
+            .max_redirects(0)
             .tls_config(
                 TlsConfig::builder()
                     .provider(TlsProvider::Rustls)
@@ -124,6 +127,22 @@ pub(crate) fn is_certificate_error(e: &ureq::Error) -> bool {
         tls,
         Some(rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
     )
+}
+
+/// For a 3xx answer: where the receiver sends the client, and what to do about it.
+pub(crate) fn redirect_words<B>(resp: &ureq::http::Response<B>) -> Option<String> {
+    if !resp.status().is_redirection() {
+        return None;
+    }
+    let to = resp
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or("nowhere (no Location)");
+    let to: String = to.chars().filter(|c| !c.is_control()).take(300).collect();
+    Some(format!(
+        "redirects to {to}: give that URL instead (a push does not follow redirects)"
+    ))
 }
 
 /// Checks a receiver's URL and adds `http://` when no scheme is given: `https://` and

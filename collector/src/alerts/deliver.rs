@@ -60,6 +60,9 @@ fn answer(url: &str, r: Result<ureq::http::Response<ureq::Body>, String>) -> Res
     if (200..300).contains(&status) {
         return Ok(());
     }
+    if let Some(words) = crate::http::redirect_words(&resp) {
+        return Err(format!("{url}: HTTP {status} {words}"));
+    }
     let body = resp
         .body_mut()
         .with_config()

@@ -185,7 +185,7 @@ impl Sink for Body {
 }
 
 /// True when a remote write answer says the batch will never be taken (4xx but 429).
-pub(crate) fn refused_for_good(e: &PushError) -> bool {
+pub fn refused_for_good(e: &PushError) -> bool {
     matches!(e, PushError::Status { status, .. } if (400..500).contains(status) && *status != 429)
 }
 
@@ -203,6 +203,13 @@ fn read_body(
         },
     })?;
     let status = resp.status().as_u16();
+    if let Some(words) = crate::http::redirect_words(&resp) {
+        return Err(PushError::Status {
+            url: url.to_string(),
+            status,
+            body: words,
+        });
+    }
     let body = resp.body_mut().with_config().limit(limit).read_to_string();
     if (200..300).contains(&status) {
         return body.map_err(|source| PushError::Http {

@@ -50,8 +50,12 @@ impl TestCa {
 /// One request a receiver got: (path, body).
 type Got = (String, Vec<u8>);
 
-/// Reads one HTTP/1.1 request (headers, then Content-Length bytes) and answers 204.
-fn serve_one(stream: &mut (impl Read + Write)) -> std::io::Result<Got> {
+/// The answer of a receiver that takes what it is sent.
+const NO_CONTENT: &str =
+    "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// Reads one HTTP/1.1 request (headers, then Content-Length bytes) and writes `answer`.
+fn serve_one(stream: &mut (impl Read + Write), answer: &str) -> std::io::Result<Got> {
     let mut r = BufReader::new(&mut *stream);
     let (mut line, mut path, mut len) = (String::new(), String::new(), 0usize);
     r.read_line(&mut line)?;
@@ -71,16 +75,23 @@ fn serve_one(stream: &mut (impl Read + Write)) -> std::io::Result<Got> {
     }
     let mut body = vec![0; len];
     r.read_exact(&mut body)?;
-    stream
-        .write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    stream.write_all(answer.as_bytes())?;
     stream.flush()?;
     Ok((path, body))
 }
 
-/// A receiver on loopback: TLS with `cert` (or plain HTTP without), every request it read whole
-/// sent on the channel. Runs until the test binary ends.
+/// A receiver on loopback answering 204: TLS with `cert` (or plain HTTP without), every request
+/// it read whole sent on the channel. Runs until the test binary ends.
 fn receiver(
     cert: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
+) -> (SocketAddr, mpsc::Receiver<Got>) {
+    receiver_answering(cert, NO_CONTENT)
+}
+
+/// [`receiver`] with another answer.
+fn receiver_answering(
+    cert: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
+    answer: &'static str,
 ) -> (SocketAddr, mpsc::Receiver<Got>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -100,9 +111,9 @@ fn receiver(
             let got = match &tls {
                 Some(cfg) => {
                     let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
-                    serve_one(&mut rustls::StreamOwned::new(conn, tcp))
+                    serve_one(&mut rustls::StreamOwned::new(conn, tcp), answer)
                 }
-                None => serve_one(&mut { tcp }),
+                None => serve_one(&mut { tcp }, answer),
             };
             if let Ok(g) = got {
                 let _ = tx.send(g);
@@ -213,4 +224,35 @@ fn remote_write_urls_keep_https_and_other_schemes_are_refused() {
     for bad in ["ftp://x/api", "https://", "https:///api/v1/write"] {
         assert!(VmTarget::remote_write(bad).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn a_redirect_is_not_followed_but_said_with_where_it_points() {
+    // An http URL of a receiver that moved to https: following the 301 would turn the POST
+    // into a GET without its batch.
+    let moved = "HTTP/1.1 301 Moved Permanently\r\nLocation: https://rw.example/api/v1/write\r\n\
+                 Content-Length: 0\r\nConnection: close\r\n\r\n";
+    let (addr, got) = receiver_answering(None, moved);
+    let e = pusher(&format!("127.0.0.1:{}", addr.port()), &Trust::default())
+        .import(b"x 1\n")
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, PushError::Status { status: 301, .. }), "{e:?}");
+    assert!(
+        msg.contains("redirects to https://rw.example/api/v1/write")
+            && msg.contains("give that URL"),
+        "{msg}"
+    );
+    assert_eq!(
+        got.recv_timeout(Duration::from_secs(5)).unwrap().1,
+        b"x 1\n"
+    );
+    assert!(
+        got.recv_timeout(Duration::from_millis(300)).is_err(),
+        "followed the redirect"
+    );
+    assert!(
+        !nasprobe::export::pusher::refused_for_good(&e),
+        "a redirect must not drop the batch"
+    );
 }
