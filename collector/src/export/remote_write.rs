@@ -183,10 +183,14 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
     {
         return Err(format!("{s:?}: the value is empty or not printable ASCII"));
     }
-    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+    let lower = name.to_ascii_lowercase();
+    if lower == "authorization" {
         return Err(format!(
-            "{s:?}: {name} is set by nasprobe (credentials: --remote-write-auth FILE)"
+            "{s:?}: credentials go in a file: --remote-write-auth FILE"
         ));
+    }
+    if RESERVED_HEADERS.contains(&lower.as_str()) {
+        return Err(format!("{s:?}: {name} is set by nasprobe"));
     }
     Ok((name.to_string(), value.to_string()))
 }
