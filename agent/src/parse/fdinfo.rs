@@ -35,7 +35,7 @@ pub fn parse_fdinfo(buf: &[u8]) -> Result<FdInfo, ParseError> {
             }
             Some(b"flags:") => {
                 let v = f.next().ok_or(ParseError::Truncated("fdinfo flags"))?;
-                flags = parse_u64_radix(v, 8).and_then(|f| u32::try_from(f).ok());
+                flags = parse_u64_radix::<8>(v).and_then(|f| u32::try_from(f).ok());
                 flags.ok_or(ParseError::Malformed("fdinfo flags"))?;
             }
             _ => {}

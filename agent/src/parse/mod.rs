@@ -71,22 +71,23 @@ pub fn trim(buf: &[u8]) -> &[u8] {
 
 /// A decimal unsigned integer; `None` when empty, not all digits, or past u64.
 pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
-    parse_u64_radix(s, 10)
+    parse_u64_radix::<10>(s)
 }
 
-/// An unsigned integer in base `radix` (2..=10: decimal, octal flags); `None` when empty, a
-/// digit is not of the base, or past u64.
-pub(crate) fn parse_u64_radix(s: &[u8], radix: u8) -> Option<u64> {
+/// An unsigned integer in base `RADIX` (2..=10: decimal, octal flags); `None` when empty, a
+/// digit is not of the base, or past u64. The base is a constant so that the decimal parser
+/// (every number of every /proc file) multiplies by 10, not by a base read at run time.
+pub(crate) fn parse_u64_radix<const RADIX: u8>(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 64 {
         return None;
     }
     let mut v: u64 = 0;
     for &b in s {
         let d = b.wrapping_sub(b'0');
-        if d >= radix {
+        if d >= RADIX {
             return None;
         }
-        v = v.checked_mul(radix as u64)?.checked_add(d as u64)?;
+        v = v.checked_mul(RADIX as u64)?.checked_add(d as u64)?;
     }
     Some(v)
 }
