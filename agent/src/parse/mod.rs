@@ -54,14 +54,80 @@ impl std::error::Error for ParseError {}
 /// Lines of `buf` without their `\n` (a last line without `\n` is still a line).
 pub fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
     let buf = buf.strip_suffix(b"\n").unwrap_or(buf);
-    let empty = buf.is_empty();
-    buf.split(|&b| b == b'\n').filter(move |_| !empty)
+    Lines((!buf.is_empty()).then_some(buf))
+}
+
+/// The iterator of [`lines`]: what is left to split, `None` after the last line. One pass
+/// over the bytes (every /proc file the sampler reads goes through here once per sample).
+struct Lines<'a>(Option<&'a [u8]>);
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.0?;
+        let i = find_newline(rest);
+        let (line, tail) = rest.split_at_checked(i).unwrap_or((rest, &[]));
+        self.0 = tail.split_first().map(|(_, t)| t);
+        Some(line)
+    }
 }
 
 /// Whitespace-separated fields of a line (spaces and tabs; runs count as one separator).
 pub fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
-    line.split(|&b| b == b' ' || b == b'\t' || b == b'\n' || b == b'\r')
-        .filter(|f| !f.is_empty())
+    Fields(line)
+}
+
+fn is_field_sep(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// The iterator of [`fields`]: what is left of the line. Skips a run of separators, then
+/// takes the field up to the next one (one pass, no empty fields to filter out).
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let mut rest = self.0;
+        while let Some((&b, tail)) = rest.split_first()
+            && is_field_sep(b)
+        {
+            rest = tail;
+        }
+        if rest.is_empty() {
+            self.0 = rest;
+            return None;
+        }
+        let i = rest
+            .iter()
+            .position(|&b| is_field_sep(b))
+            .unwrap_or(rest.len());
+        let (field, tail) = rest.split_at_checked(i).unwrap_or((rest, &[]));
+        self.0 = tail;
+        Some(field)
+    }
+}
+
+/// Index of the first `\n` in `buf`, or `buf.len()`. Looks at eight bytes at a time (the
+/// classic has-zero-byte word test on the bytes xor `\n`: the lowest flagged byte is exact):
+/// a line of /proc is tens of bytes, a byte-at-a-time loop costs several instructions each.
+fn find_newline(buf: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut i = 0;
+    while let Some(chunk) = buf.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default()) ^ (ONES * b'\n' as u64);
+        let zero = w.wrapping_sub(ONES) & !w & HIGH;
+        if zero != 0 {
+            return i + (zero.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    buf.get(i..)
+        .and_then(|tail| tail.iter().position(|&b| b == b'\n'))
+        .map_or(buf.len(), |p| i + p)
 }
 
 /// `buf` without leading and trailing ASCII whitespace.
@@ -178,6 +244,31 @@ mod tests {
         assert_eq!(lines(b"x\n").count(), 1);
         let f: Vec<&[u8]> = fields(b"  a \t b  ").collect();
         assert_eq!(f, vec![&b"a"[..], b"b"]);
+    }
+
+    /// `lines` and `fields` against the plain split-and-filter they replace, on every cut of a
+    /// text with newlines, tabs, runs of separators and bytes past 0x7f at all word offsets.
+    #[test]
+    fn lines_and_fields_match_split() {
+        let text =
+            b"MemTotal:        8024512 kB\n\nab\tc \r\n\xff\x80\x8a\x0a0123456789abcdef\n  x  \n\n\n";
+        for start in 0..text.len() {
+            for end in start..=text.len() {
+                let buf = &text[start..end];
+                let stripped = buf.strip_suffix(b"\n").unwrap_or(buf);
+                let want: Vec<&[u8]> = if stripped.is_empty() {
+                    Vec::new()
+                } else {
+                    stripped.split(|&b| b == b'\n').collect()
+                };
+                assert_eq!(lines(buf).collect::<Vec<_>>(), want, "{buf:?}");
+                let want: Vec<&[u8]> = buf
+                    .split(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                    .filter(|f| !f.is_empty())
+                    .collect();
+                assert_eq!(fields(buf).collect::<Vec<_>>(), want, "{buf:?}");
+            }
+        }
     }
 
     #[test]
