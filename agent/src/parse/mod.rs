@@ -130,6 +130,25 @@ fn find_newline(buf: &[u8]) -> usize {
         .map_or(buf.len(), |p| i + p)
 }
 
+/// Index of the last `byte` in `buf`. Looks at eight bytes at a time from the end, with an
+/// exact per-byte zero test on the bytes xor `byte` (no borrow between bytes, so the highest
+/// flagged byte is the last match): /proc/PID/stat's comm ends at its last ')', which is
+/// near the start of the line, after ~150 bytes of numbers read backwards.
+pub(crate) fn rfind_byte(buf: &[u8], byte: u8) -> Option<usize> {
+    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
+    let pat = u64::from_ne_bytes([byte; 8]);
+    let mut end = buf.len();
+    while let Some(chunk) = end.checked_sub(8).and_then(|start| buf.get(start..end)) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default()) ^ pat;
+        let zero = !(((w & LOW7) + LOW7) | w | LOW7);
+        if zero != 0 {
+            return Some(end - 1 - (zero.leading_zeros() / 8) as usize);
+        }
+        end -= 8;
+    }
+    buf.get(..end)?.iter().rposition(|&b| b == byte)
+}
+
 /// `buf` without leading and trailing ASCII whitespace.
 pub fn trim(buf: &[u8]) -> &[u8] {
     buf.trim_ascii()
@@ -267,6 +286,20 @@ mod tests {
                     .filter(|f| !f.is_empty())
                     .collect();
                 assert_eq!(fields(buf).collect::<Vec<_>>(), want, "{buf:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn rfind_matches_rposition() {
+        let text = b"1 (a) b) (c)) S 1 2 3 \xa9)\x29\xff 4 5 6 7 8 9 10 11 12 13 14 15 16)";
+        for start in 0..text.len() {
+            for end in start..=text.len() {
+                let buf = &text[start..end];
+                for byte in [b')', b'(', b' ', 0xa9, 0xff, 0] {
+                    let want = buf.iter().rposition(|&b| b == byte);
+                    assert_eq!(rfind_byte(buf, byte), want, "{buf:?} {byte}");
+                }
             }
         }
     }

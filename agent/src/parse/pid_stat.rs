@@ -38,10 +38,7 @@ pub fn parse_pid_stat(buf: &[u8]) -> Result<PidStat, ParseError> {
         .iter()
         .position(|&b| b == b'(')
         .ok_or(ParseError::Truncated("no '(' in stat"))?;
-    let close = buf
-        .iter()
-        .rposition(|&b| b == b')')
-        .ok_or(ParseError::Truncated("no ')' in stat"))?;
+    let close = super::rfind_byte(buf, b')').ok_or(ParseError::Truncated("no ')' in stat"))?;
     if close < open {
         return Err(ParseError::Malformed("')' before '(' in stat"));
     }
