@@ -4,9 +4,10 @@
 #  1. `nasprobe-scenario` runs synology-replication with one real `nasprobe-agent` per host;
 #     `nasprobe serve --metrics 127.0.0.1:PORT HOSTS...` records them and serves the newest rates;
 #  2. the body passes `promtool check metrics` (exposition format, TYPE/HELP, naming lints);
-#  3. a real Prometheus (scrape_interval 1s) scrapes it; after two scrapes its HTTP API gives
+#  3. a real Prometheus (scrape_interval 1s) scrapes it; after five scrapes its HTTP API gives
 #     up == 1, TYPE gauge and the HELP text in its metadata, the hot thread of dst
-#     (synoreplicad, 96% of a core in the scenario) and dst eth0 receiving ~97 MB/s;
+#     (synoreplicad, 96% of a core in the scenario) and dst eth0 receiving ~97 MB/s (medians of
+#     the last 6 s: one sample may span one or three of the scenario's 100 ms ticks);
 #     and the verdict (cpu_thread on dst, synoreplicad);
 #  4. the agents stop (the newest rates freeze): after two more scrapes Prometheus's values are
 #     exactly the ones `/metrics` serves.
@@ -102,11 +103,16 @@ m = json.load(open(sys.argv[1]))["data"]["nasprobe_thread_cpu_ratio"][0]
 assert m["type"] == "gauge", m
 assert "hottest thread" in m["help"], m
 PY
-th=$(scalar 'nasprobe_thread_cpu_ratio{host="dst",process="synoreplicad"}')
-rx=$(scalar 'nasprobe_network_receive_bytes_per_second{host="dst",device="eth0"}')
+# The median of the last scrapes: the scenario writes its tree every 100 ms of real time and the
+# agent samples every 200 ms, so one sample of a loaded machine can span one or three of the
+# scenario's ticks (0.5x or 1.5x the rate); the median of five is the scenario's rate.
+wait_scrapes 3
+med() { scalar "quantile_over_time(0.5, $1[6s])"; }
+th=$(med 'nasprobe_thread_cpu_ratio{host="dst",process="synoreplicad"}')
+rx=$(med 'nasprobe_network_receive_bytes_per_second{host="dst",device="eth0"}')
 python3 -c "import sys; th, rx = float('${th:-nan}'), float('${rx:-nan}'); sys.exit(0 if 0.85 <= th <= 1.05 and 85e6 <= rx <= 110e6 else 1)" ||
-    fail "Prometheus: dst synoreplicad thread $th (scenario 0.96), eth0 rx $rx B/s (scenario 97e6)"
-say "Prometheus after two scrapes: dst synoreplicad thread $th of a core, dst eth0 rx $rx B/s"
+    fail "Prometheus: dst synoreplicad thread $th (scenario 0.96), eth0 rx $rx B/s (scenario 97e6), medians of the last 6 s"
+say "Prometheus after five scrapes, medians: dst synoreplicad thread $th of a core, dst eth0 rx $rx B/s"
 v=$(scalar 'nasprobe_verdict_utilization_ratio{resource="cpu_thread",host="dst",process="synoreplicad"}')
 [[ -n $v ]] || fail "verdict: $(query 'nasprobe_verdict_utilization_ratio')"
 say "verdict: cpu_thread on dst, synoreplicad, at $v of a core"
