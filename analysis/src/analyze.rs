@@ -92,7 +92,7 @@ pub fn analyze_with_detail(
         .iter()
         .flat_map(|s| progress(s, opts.expect_bytes))
         .collect();
-    let (transfers, stalls) = crate::transfers::build(hosts, from, to, &judged.carriers);
+    let (transfers, stalls) = crate::transfers::build(hosts, &raw, from, to, &judged.carriers);
     let (refusals, gaps): (Vec<GapOut>, Vec<GapOut>) = gaps(hosts, &raw)
         .into_iter()
         .partition(|g| crate::is_refusal(&g.reason));

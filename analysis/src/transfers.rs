@@ -11,9 +11,13 @@
 //! moves, the size is its progress.
 //!
 //! nasprobe's own files ([`is_own_file`]: its store and WAL, the agent's log) are never a
-//! transfer's. A crawl needs a transfer: a file whose progress reached [`TRANSFER_MIN_MB_S`]
-//! between two records at some point of the window, or one of a process whose connection
-//! carried the flow. A log or a database's WAL written a few bytes at a time is not a crawl.
+//! transfer's. The rest is [`is_item`], the one rule of what a copy's item is: the copied file,
+//! whose own progress carries a real share ([`ITEM_MIN_SHARE`]) of the bytes its host moved
+//! meanwhile, read or written front to back. A database the server updates a few bytes at a
+//! time (Samba's `*.tdb`, Netatalk's CNID database, an indexer's) is none, whichever process
+//! holds it, even the one carrying the flow. A crawl needs an item that is also a transfer's: a
+//! file whose progress reached [`TRANSFER_MIN_MB_S`] between two records at some point of the
+//! window, or one of a process whose connection carried the flow.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +25,7 @@ use nasprobe_proto::{Event, FileMode};
 use serde::Serialize;
 
 use crate::input::HostData;
+use crate::series::HostSeries;
 use crate::time::rfc3339;
 use crate::vocab::{MB, round2};
 
@@ -194,6 +199,115 @@ pub(crate) fn moved_fast(h: &HostData, pid: u32, from: u64, to: u64) -> bool {
         .any(|((p, _), t)| *p == pid && fast(t))
 }
 
+/// A file is a copy's item only when its progress is at least this share of the bytes its host
+/// moved through its busiest NIC while it was seen: one of eight files copied side by side
+/// (robocopy's /MT:8) is one; a log the server appends to during the copy is not.
+pub const ITEM_MIN_SHARE: f64 = 0.1;
+/// A host moving fewer bytes than this per second through its NICs has no network copy to take
+/// a share of (a local `cp`, a disk test): the file's own progress is the evidence.
+const ITEM_NET_MIN_BPS: f64 = crate::verdict::walls::FLOW_MIN_BPS;
+/// A file whose progress went back in more than this share of the steps between its records is
+/// read or written at random places (a database's pages), not copied front to back: never an
+/// item. A copy that starts a file over (a rewind, a new file under the same name) goes back
+/// once.
+pub const ITEM_MAX_BACK_SHARE: f64 = 0.25;
+/// A file that progresses by its size (its position still: pwrite) and grew in fewer than this
+/// share of the steps between its records, while its host moved a network copy, is a database
+/// that allocates ahead in jumps (Samba's `locking.tdb` grows by a quarter at a time: 0.5 to
+/// 1.4 MB in 6 of 40 steps during 3,000 small files over smbclient), not a file being written
+/// by a copy: that one grows at every step it is seen.
+pub const ITEM_MIN_GROWING_SHARE: f64 = 0.5;
+/// ... judged only over this many steps or more.
+const ITEM_GROWING_MIN_STEPS: usize = 4;
+/// The name endings of servers' own databases, written a few bytes at a time beside the copy
+/// and never its item, whichever process holds them: Samba's trivial and LDAP databases
+/// (`locking.tdb`, `smbXsrv_open_global.tdb`, `sam.ldb`), Netatalk's CNID database
+/// (`.AppleDB/cnid2.db` and its logs), SQLite's journals of indexers and media servers
+/// (`wdmcserverd`'s, Plex's, Synology's `@eaDir` databases).
+pub const SERVER_DATABASES: [&str; 6] = [
+    ".tdb",
+    ".ldb",
+    "/cnid2.db",
+    ".db-wal",
+    ".db-journal",
+    ".db-shm",
+];
+/// The folders whose files are servers' own databases (Netatalk's CNID folder).
+pub const SERVER_DATABASE_DIRS: [&str; 1] = ["/.AppleDB/"];
+
+/// Whether `path` is a server's own database ([`SERVER_DATABASES`], [`SERVER_DATABASE_DIRS`]).
+pub fn is_server_database(path: &str) -> bool {
+    SERVER_DATABASES.iter().any(|e| path.ends_with(e))
+        || SERVER_DATABASE_DIRS.iter().any(|d| path.contains(d))
+}
+
+/// Whether `t`, the file `path` of host `s`, is a copy's item: the one rule. Not a server's
+/// database ([`is_server_database`]); it moved, front to back ([`ITEM_MAX_BACK_SHARE`]); and
+/// while its host moved a network copy (over [`ITEM_NET_MIN_BPS`]), its progress is at least
+/// [`ITEM_MIN_SHARE`] of those bytes and, when that progress is its size, it grew at most steps
+/// ([`ITEM_MIN_GROWING_SHARE`]).
+fn is_item(path: &str, t: &Track, s: Option<&HostSeries>) -> bool {
+    if is_server_database(path) || !moved(t) {
+        return false;
+    }
+    let steps = t.points.len().saturating_sub(1);
+    let count = |f: fn(u64, u64) -> bool| {
+        t.points
+            .windows(2)
+            .filter(|w| f(t.at(&w[0]), t.at(&w[1])))
+            .count() as f64
+    };
+    if count(|a, b| b < a) > steps as f64 * ITEM_MAX_BACK_SHARE {
+        return false;
+    }
+    let (Some(first), Some(last)) = (t.points.first(), t.points.last()) else {
+        return false;
+    };
+    let net = s.map_or(0.0, |s| net_bytes(s, first.0, last.0));
+    let secs = last.0.saturating_sub(first.0) as f64 / 1000.0;
+    if net <= ITEM_NET_MIN_BPS * secs {
+        return true;
+    }
+    if t.by_size
+        && steps >= ITEM_GROWING_MIN_STEPS
+        && count(|a, b| b > a) < steps as f64 * ITEM_MIN_GROWING_SHARE
+    {
+        return false;
+    }
+    let progress: u64 = t
+        .points
+        .windows(2)
+        .map(|w| t.at(&w[1]).saturating_sub(t.at(&w[0])))
+        .sum();
+    progress as f64 >= ITEM_MIN_SHARE * net
+}
+
+/// The bytes host `s` moved through its busiest physical NIC (the larger way) over
+/// `(from, to]`.
+fn net_bytes(s: &HostSeries, from: u64, to: u64) -> f64 {
+    s.nics
+        .iter()
+        .filter(|(name, n)| !crate::verdict::flow::is_virtual_nic(name) && !n.is_bond)
+        .map(|(_, n)| {
+            let way = |v: &[f64]| -> f64 {
+                s.points
+                    .iter()
+                    .zip(v)
+                    .filter(|(p, _)| p.time_ms > from && p.time_ms <= to)
+                    .map(|(p, b)| {
+                        if b.is_finite() {
+                            b * p.interval_ms / 1000.0
+                        } else {
+                            0.0
+                        }
+                    })
+                    .sum()
+            };
+            way(&n.rx_bps).max(way(&n.tx_bps))
+        })
+        .fold(0.0, f64::max)
+}
+
 fn mb_s(bytes: u64, ms: u64) -> f64 {
     if ms == 0 {
         return 0.0;
@@ -201,10 +315,12 @@ fn mb_s(bytes: u64, ms: u64) -> f64 {
     round2(bytes as f64 / MB / (ms as f64 / 1000.0))
 }
 
-/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`; `carriers` are the processes
-/// (host, pid) whose connections carried the flow.
+/// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`; `series` are the hosts' series
+/// (their network bytes, for [`is_item`]), `carriers` the processes (host, pid) whose
+/// connections carried the flow.
 pub fn build(
     hosts: &[HostData],
+    series: &[HostSeries],
     from: u64,
     to: u64,
     carriers: &[(String, u32)],
@@ -213,7 +329,9 @@ pub fn build(
     let mut stalls = Vec::new();
     for h in hosts {
         let all = tracks(h, from, to);
+        let s = series.iter().find(|s| s.name == h.name);
         for ((pid, path), t) in &all {
+            let item = is_item(path, t, s);
             let recent: Vec<_> = t
                 .points
                 .iter()
@@ -221,7 +339,7 @@ pub fn build(
                 .copied()
                 .collect();
             if let (Some(first), Some(last)) = (recent.first(), recent.last())
-                && (moved(t) || (t.points.len() == 1 && last.1 > 0))
+                && (item || (t.points.len() == 1 && last.1 > 0))
             {
                 let (p0, p1) = (t.at(first), t.at(last));
                 let rate = (recent.len() > 1 && p1 >= p0).then(|| mb_s(p1 - p0, last.0 - first.0));
@@ -238,7 +356,7 @@ pub fn build(
                 });
             }
             let carrier = carriers.iter().any(|(n, p)| *n == h.name && p == pid);
-            if moved(t) && (fast(t) || carrier) {
+            if item && (fast(t) || carrier) {
                 stalls.extend(crawls(&h.name, *pid, path, t));
             }
         }
@@ -378,7 +496,7 @@ mod tests {
 
     #[test]
     fn a_crawl_is_found_with_its_item_and_the_idle_log_is_not() {
-        let (tr, st) = build(&[host()], T0, T0 + 40_000, &[]);
+        let (tr, st) = build(&[host()], &[], T0, T0 + 40_000, &[]);
         assert_eq!(tr.len(), 1, "{tr:?}");
         let t = &tr[0];
         assert_eq!(
@@ -424,7 +542,7 @@ mod tests {
                 50_000_000
             };
         }
-        let (_, st) = build(&[h.clone()], T0, T0 + 20_000, &[]);
+        let (_, st) = build(&[h.clone()], &[], T0, T0 + 20_000, &[]);
         assert!(st.is_empty(), "{st:?}");
         // Then slow for good: one crawl, on the written file.
         for t in (22..=40).step_by(2) {
@@ -436,7 +554,7 @@ mod tests {
             ));
             pos += 1_000_000;
         }
-        let (tr, st) = build(&[h], T0, T0 + 40_000, &[]);
+        let (tr, st) = build(&[h], &[], T0, T0 + 40_000, &[]);
         assert_eq!(tr.len(), 2);
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!((st[0].item.as_str(), st[0].mode), ("/b", "write"));
@@ -464,7 +582,7 @@ mod tests {
             e = TimedEvent::new(e.time_ms, e.instance, e.seq, &ev);
             h.events.push(e);
         }
-        let (tr, st) = build(&[h], T0, T0 + 20_000, &[]);
+        let (tr, st) = build(&[h], &[], T0, T0 + 20_000, &[]);
         assert_eq!(tr.len(), 1, "{tr:?}");
         assert_eq!((tr[0].position_bytes, tr[0].size_bytes), (0, 40_000_000));
         assert_eq!(tr[0].mb_s, Some(2.0));
@@ -503,7 +621,7 @@ mod tests {
                 &[("/srv/nasprobe.db", 30_000_000 * t, FileMode::ReadWrite)],
             ));
         }
-        let (tr, st) = build(&[h], T0, T0 + 20_000, &[]);
+        let (tr, st) = build(&[h], &[], T0, T0 + 20_000, &[]);
         assert!(tr.is_empty() && st.is_empty(), "{tr:?} {st:?}");
         assert!(is_own_file("nasprobe", "/x/y"));
         assert!(!is_own_file("cp", "/share/nasprobe.dbx"));
@@ -527,13 +645,118 @@ mod tests {
                 ],
             ));
         }
-        let (tr, st) = build(&[h.clone()], T0, T0 + 60_000, &[]);
+        let (tr, st) = build(&[h.clone()], &[], T0, T0 + 60_000, &[]);
         assert!(st.is_empty(), "{st:?}");
         assert_eq!(tr.len(), 2, "still listed among the open files: {tr:?}");
         // The same slow writer carrying the flow (its connection sent the most): a crawl.
-        let (_, st) = build(&[h], T0, T0 + 60_000, &[("desk".into(), 77)]);
+        let (_, st) = build(&[h], &[], T0, T0 + 60_000, &[("desk".into(), 77)]);
         assert_eq!(st.len(), 1, "{st:?}");
         assert_eq!(st[0].item, "/var/lib/db/wal");
+    }
+
+    /// A host's series: `n` points 2 s apart from T0, eth0 receiving `rx_mb_s`.
+    fn net(name: &str, n: u64, rx_mb_s: f64) -> HostSeries {
+        let mut s = HostSeries {
+            name: name.into(),
+            ..Default::default()
+        };
+        let mut nic = crate::series::NicSeries::default();
+        for t in 0..n {
+            s.points.push(crate::series::Point {
+                time_ms: T0 + t * 2_000,
+                interval_ms: 2_000.0,
+            });
+            nic.rx_bps.push(rx_mb_s * MB);
+            nic.tx_bps.push(0.0);
+        }
+        s.nics.insert("eth0".into(), nic);
+        s
+    }
+
+    /// smbd receiving a copy: the file it writes (by its size, pwrite), and beside it Samba's
+    /// databases (`locking.tdb` grown at 0.25 MB/s, `names.tdb` at random places), a database
+    /// of another name at random places, one that allocates ahead in jumps (by its size, its
+    /// position still) and a log appended at 0.1 MB/s. Only the copied file is an item, whether
+    /// the copy runs at 6 MB/s or crawls at 2 MB/s; the rest is never a transfer or a crawl,
+    /// though smbd carries the flow.
+    #[test]
+    fn server_databases_are_never_the_item_whoever_holds_them() {
+        for (copy_mb_s, crawl) in [(6.0, false), (2.0, true)] {
+            let mut h = HostData {
+                name: "nas".into(),
+                ..Default::default()
+            };
+            for t in (0..=40).step_by(2) {
+                let random = if (t / 2) % 2 == 0 {
+                    9_000_000
+                } else {
+                    1_000_000
+                };
+                let jumps = 4_000_000 * (1 + t / 10);
+                let mut e = ev(
+                    t,
+                    5,
+                    "smbd",
+                    &[
+                        ("/share/x.iso", (copy_mb_s * MB) as u64 * t, FileMode::Write),
+                        ("/run/samba/locking.tdb", 250_000 * t, FileMode::ReadWrite),
+                        ("/var/lib/samba/names.tdb", random, FileMode::ReadWrite),
+                        (
+                            "/var/lib/idx/pages.dat",
+                            random / 2 + t,
+                            FileMode::ReadWrite,
+                        ),
+                        ("/var/lib/app/store.dat", jumps, FileMode::ReadWrite),
+                        ("/var/log/samba/log.smbd", 100_000 * t, FileMode::Write),
+                    ],
+                );
+                let mut ev = e.event();
+                if let Event::OpenFiles(o) = &mut ev {
+                    o.procs[0].files[0].pos = 0;
+                    o.procs[0].files[4].pos = 168;
+                }
+                e = TimedEvent::new(e.time_ms, e.instance, e.seq, &ev);
+                h.events.push(e);
+            }
+            let s = net("nas", 21, copy_mb_s);
+            let (tr, st) = build(&[h], &[s], T0, T0 + 40_000, &[("nas".into(), 5)]);
+            let paths: Vec<_> = tr.iter().map(|t| t.path.as_str()).collect();
+            assert_eq!(paths, ["/share/x.iso"], "at {copy_mb_s} MB/s: {tr:?}");
+            let items: Vec<_> = st.iter().map(|s| s.item.as_str()).collect();
+            let want: &[&str] = if crawl { &["/share/x.iso"] } else { &[] };
+            assert_eq!(items, want, "at {copy_mb_s} MB/s: {st:?}");
+        }
+        assert!(is_server_database("/x/.AppleDB/log.0000000001"));
+        assert!(is_server_database(
+            "/var/lib/plexmediaserver/library.db-wal"
+        ));
+        assert!(!is_server_database("/share/notes/travel-journal"));
+    }
+
+    /// One of eight files copied side by side (robocopy /MT:8) is an item; the rule's share
+    /// decides, and a host with no network copy judges a file by its own progress.
+    #[test]
+    fn one_of_eight_parallel_files_is_an_item() {
+        let mut h = HostData {
+            name: "nas".into(),
+            ..Default::default()
+        };
+        for t in (0..=20).step_by(2) {
+            h.events.push(ev(
+                t,
+                8,
+                "rsync",
+                &[("/share/a", 4_000_000 * t, FileMode::Write)],
+            ));
+        }
+        // 4 MB/s of a 32 MB/s flow: 1/8.
+        let (tr, _) = build(&[h.clone()], &[net("nas", 11, 32.0)], T0, T0 + 20_000, &[]);
+        assert_eq!(tr.len(), 1, "{tr:?}");
+        // ... of a 60 MB/s one: 1/15, under ITEM_MIN_SHARE.
+        let (tr, _) = build(&[h.clone()], &[net("nas", 11, 60.0)], T0, T0 + 20_000, &[]);
+        assert!(tr.is_empty(), "{tr:?}");
+        let (tr, _) = build(&[h], &[net("nas", 11, 0.1)], T0, T0 + 20_000, &[]);
+        assert_eq!(tr.len(), 1, "{tr:?}");
     }
 
     #[test]
