@@ -11,7 +11,7 @@
 //! moves, the size is its progress.
 //!
 //! nasprobe's own files ([`is_own_file`]: its store and WAL, the agent's log) are never a
-//! transfer's. The rest is [`is_item`], the one rule of what a copy's item is: the copied file,
+//! transfer's. The rest is `is_item`, the one rule of what a copy's item is: the copied file,
 //! whose own progress carries a real share ([`ITEM_MIN_SHARE`]) of the bytes its host moved
 //! meanwhile, read or written front to back. A database the server updates a few bytes at a
 //! time (Samba's `*.tdb`, Netatalk's CNID database, an indexer's) is none, whichever process
@@ -316,7 +316,7 @@ fn mb_s(bytes: u64, ms: u64) -> f64 {
 }
 
 /// `transfers[]` and `stalls[]` of `hosts` over `[from, to]`; `series` are the hosts' series
-/// (their network bytes, for [`is_item`]), `carriers` the processes (host, pid) whose
+/// (their network bytes, for `is_item`), `carriers` the processes (host, pid) whose
 /// connections carried the flow.
 pub fn build(
     hosts: &[HostData],

@@ -206,15 +206,21 @@ fn plain_line_raw(h: &HostLive) -> String {
 const ITEM_STALE_MS: u64 = 15_000;
 
 /// The file the host's transfer is on now: `dd [4242] writing /mnt/a.img 1.20/5.00 GB` (the
-/// first file of the first process: the agent sends the busiest process first and, within a
-/// process, the files that moved first). Sanitized again for the terminal.
+/// first file of the first process that is no server's database: the agent sends the busiest
+/// process first and, within a process, the files that moved first). Sanitized again for the terminal.
 pub(super) fn item_text(h: &HostLive) -> Option<String> {
     let (at, files) = h.files.as_ref()?;
     if h.last.as_ref().is_some_and(|l| l.1 > at + ITEM_STALE_MS) {
         return None;
     }
-    let p = files.procs.iter().find(|p| !p.files.is_empty())?;
-    let f = &p.files[0];
+    // A server's own database (Samba's `locking.tdb` beside the file smbd writes) is never
+    // the item: the analysis's rule, by name (one record has no progress to judge).
+    let (p, f) = files.procs.iter().find_map(|p| {
+        p.files
+            .iter()
+            .find(|f| !nasprobe_analysis::transfers::is_server_database(f.path.as_str()))
+            .map(|f| (p, f))
+    })?;
     let verb = match f.mode {
         nasprobe_proto::FileMode::Read => "reading",
         nasprobe_proto::FileMode::Write => "writing",
@@ -279,5 +285,28 @@ mod tests {
         );
         h.last = Some((9, 1_000_000 + ITEM_STALE_MS + 1, Box::default()));
         assert_eq!(item_text(&h), None, "a stale item is gone");
+    }
+
+    /// smbd's `locking.tdb` listed before the file it writes: the file is the item.
+    #[test]
+    fn a_server_database_listed_first_is_not_the_item() {
+        let live = crate::net::conn::Live::new(&[crate::hosts::HostSpec {
+            name: "nas".into(),
+            addr: "127.0.0.1:1".into(),
+            token_file: None,
+        }]);
+        let mut h = live.snapshot().remove(0);
+        let nasprobe_proto::Event::OpenFiles(mut f) = crate::testing::open_files_event(42) else {
+            unreachable!()
+        };
+        let mut db = f.procs[0].files[0].clone();
+        db.path = "/run/samba/locking.tdb".try_into().unwrap();
+        f.procs[0].files.insert(0, db).unwrap();
+        f.procs[0].files[1].path = "/share/a.mkv".try_into().unwrap();
+        h.files = Some((1_000_000, f));
+        assert_eq!(
+            item_text(&h).unwrap(),
+            "cp [42] reading /share/a.mkv 2.00/5.00 GB"
+        );
     }
 }
