@@ -30,6 +30,23 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Every cause, in the order above.
+    pub const ALL: [Cause; 8] = [
+        Cause::Oom,
+        Cause::Crashed,
+        Cause::Killed,
+        Cause::Peer,
+        Cause::Network,
+        Cause::ErrorExit,
+        Cause::Clean,
+        Cause::Unknown,
+    ];
+
+    /// The cause [`Cause::name`] names (the report's `cause` strings back into their kind).
+    pub fn from_name(s: &str) -> Option<Cause> {
+        Cause::ALL.into_iter().find(|c| c.name() == s)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Cause::Oom => "oom",

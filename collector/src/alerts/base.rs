@@ -1,8 +1,8 @@
-//! What the alert task shares with the store and the connections: its tables, its feed and
-//! what it shows to the rest of the run.
+//! What the alert task shares with the store and the rest of the run: its tables and what it
+//! shows ([`Shared`]).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 /// The alert tables (schema 6): the alerts with their state, and the notifications to deliver
 /// per receiver (`delivered_ms` set once delivered; `given_up` after the last attempt).
@@ -36,28 +36,6 @@ pub(crate) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS alerts(
         given_up INTEGER NOT NULL DEFAULT 0
      );
      CREATE INDEX IF NOT EXISTS alert_outbox_due ON alert_outbox(receiver, delivered_ms, id);";
-
-/// Notes of committed batches waiting for the alert task: a batch commits at most every
-/// `BATCH_WAIT` (200 ms), so a full feed means the evaluation is some 10 s behind; it then
-/// reads everything new from the store at its next turn anyway.
-pub(crate) const FEED_CAP: usize = 64;
-
-/// The store task's side of the alert task's channel.
-#[derive(Debug)]
-pub struct Feed {
-    pub(super) tx: smol::channel::Sender<u64>,
-    /// Notes not given because the feed was full (the alert task was behind).
-    pub behind: AtomicU64,
-}
-
-impl Feed {
-    /// `records` were committed: never blocks.
-    pub fn committed(&self, records: u64) {
-        if self.tx.try_send(records).is_err() {
-            self.behind.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
 
 /// What the alert task shows to the rest of the run.
 #[derive(Debug, Default)]

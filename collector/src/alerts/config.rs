@@ -8,115 +8,206 @@ use std::time::Duration;
 
 use crate::units::{parse_duration, parse_size};
 
-/// What a key's value is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Duration,
-    /// Bytes per second, written as a size with `/s` (`1MB/s`).
-    Rate,
+/// The rules this build evaluates, in the order they are listed (their names are the
+/// webhook's `rule`, the store's and the command line's).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Rule {
+    HostLost,
+    Stall,
+    Death,
+    Full,
+    WallChanged,
+    Integrity,
+}
+
+impl Rule {
+    pub(crate) const ALL: [Rule; 6] = [
+        Rule::HostLost,
+        Rule::Stall,
+        Rule::Death,
+        Rule::Full,
+        Rule::WallChanged,
+        Rule::Integrity,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Rule::HostLost => "host_lost",
+            Rule::Stall => "stall",
+            Rule::Death => "death",
+            Rule::Full => "full",
+            Rule::WallChanged => "wall_changed",
+            Rule::Integrity => "integrity",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.name() == s)
+    }
+
+    /// Off unless turned on (`--alert RULE=on`).
+    fn off_by_default(self) -> bool {
+        self == Rule::WallChanged
+    }
+
+    fn names() -> String {
+        Rule::ALL.map(Rule::name).join(", ")
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a key's value goes in [`Settings`] (and so how it is parsed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Slot {
+    Repeat,
+    HostLostFor,
+    StallBelow,
+    StallFor,
+    StallAbove,
+    StallAfterFor,
+    DeathQuiet,
+    FullOver,
+    FullWithin,
+    WallChangedFor,
+    IntegrityQuiet,
+}
+
+/// Every key's value, typed: parsed once when set, so a rule reads a field.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Settings {
+    pub repeat: Duration,
+    pub host_lost_for: Duration,
+    /// Bytes per second.
+    pub stall_below: u64,
+    pub stall_for: Duration,
+    pub stall_above: u64,
+    pub stall_after_for: Duration,
+    pub death_quiet: Duration,
+    pub full_over: Duration,
+    pub full_within: Duration,
+    pub wall_changed_for: Duration,
+    pub integrity_quiet: Duration,
+}
+
+impl Settings {
+    /// Parses `v` into `slot`'s field.
+    fn set(&mut self, slot: Slot, v: &str) -> Result<(), String> {
+        let d = || parse_duration(v);
+        let r = || parse_rate(v);
+        match slot {
+            Slot::Repeat => self.repeat = d()?,
+            Slot::HostLostFor => self.host_lost_for = d()?,
+            Slot::StallBelow => self.stall_below = r()?,
+            Slot::StallFor => self.stall_for = d()?,
+            Slot::StallAbove => self.stall_above = r()?,
+            Slot::StallAfterFor => self.stall_after_for = d()?,
+            Slot::DeathQuiet => self.death_quiet = d()?,
+            Slot::FullOver => self.full_over = d()?,
+            Slot::FullWithin => self.full_within = d()?,
+            Slot::WallChangedFor => self.wall_changed_for = d()?,
+            Slot::IntegrityQuiet => self.integrity_quiet = d()?,
+        }
+        Ok(())
+    }
 }
 
 /// One settable key of a rule.
 #[derive(Debug)]
 pub(crate) struct KeyDef {
-    pub rule: &'static str,
+    /// None: a key of all rules (`repeat`).
+    pub rule: Option<Rule>,
     pub key: &'static str,
-    pub kind: Kind,
+    pub slot: Slot,
     pub default: &'static str,
     pub help: &'static str,
 }
 
-/// The rules this build evaluates, in the order they are listed.
-pub(crate) const RULES: &[&str] = &[
-    "host_lost",
-    "stall",
-    "death",
-    "full",
-    "wall_changed",
-    "integrity",
-];
-
-/// Rules off unless turned on (`--alert RULE=on`).
-pub(crate) const OFF_BY_DEFAULT: &[&str] = &["wall_changed"];
-
-/// Every key (`repeat` is of all rules: its rule is empty).
+/// Every key.
 pub(crate) const KEYS: &[KeyDef] = &[
     KeyDef {
-        rule: "",
+        rule: None,
         key: "repeat",
-        kind: Kind::Duration,
+        slot: Slot::Repeat,
         default: "1h",
         help: "a firing alert is sent again at most this often while it lasts",
     },
     KeyDef {
-        rule: "host_lost",
+        rule: Some(Rule::HostLost),
         key: "for",
-        kind: Kind::Duration,
+        slot: Slot::HostLostFor,
         default: "2m",
         help: "an agent unreachable or silent this long",
     },
     KeyDef {
-        rule: "stall",
+        rule: Some(Rule::Stall),
         key: "below",
-        kind: Kind::Rate,
+        slot: Slot::StallBelow,
         default: "1MB/s",
         help: "the flow under this rate ...",
     },
     KeyDef {
-        rule: "stall",
+        rule: Some(Rule::Stall),
         key: "for",
-        kind: Kind::Duration,
+        slot: Slot::StallFor,
         default: "5m",
         help: "... for this long ...",
     },
     KeyDef {
-        rule: "stall",
+        rule: Some(Rule::Stall),
         key: "above",
-        kind: Kind::Rate,
+        slot: Slot::StallAbove,
         default: "5MB/s",
         help: "... after it was above this rate ...",
     },
     KeyDef {
-        rule: "stall",
+        rule: Some(Rule::Stall),
         key: "after_for",
-        kind: Kind::Duration,
+        slot: Slot::StallAfterFor,
         default: "1m",
         help: "... for at least this long",
     },
     KeyDef {
-        rule: "death",
+        rule: Some(Rule::Death),
         key: "quiet",
-        kind: Kind::Duration,
+        slot: Slot::DeathQuiet,
         default: "10m",
         help: "deaths of one process this close together are one alert (a restart loop, \
                counted); resolved once none came for this long",
     },
     KeyDef {
-        rule: "full",
+        rule: Some(Rule::Full),
         key: "over",
-        kind: Kind::Duration,
+        slot: Slot::FullOver,
         default: "5m",
         help: "a --mount's landing rate is its growth over this long; it fires when the free \
                space ends before the transfer (--expect SIZE has landed) ...",
     },
     KeyDef {
-        rule: "full",
+        rule: Some(Rule::Full),
         key: "within",
-        kind: Kind::Duration,
+        slot: Slot::FullWithin,
         default: "1h",
         help: "... or, without --expect, when it ends within this long",
     },
     KeyDef {
-        rule: "wall_changed",
+        rule: Some(Rule::WallChanged),
         key: "for",
-        kind: Kind::Duration,
+        slot: Slot::WallChangedFor,
         default: "5m",
         help: "the verdict's wall moved to another host or resource and stayed there this long",
     },
     KeyDef {
-        rule: "integrity",
+        rule: Some(Rule::Integrity),
         key: "quiet",
-        kind: Kind::Duration,
+        slot: Slot::IntegrityQuiet,
         default: "10m",
         help: "the collector refused frames or records of a host (a wrong MAC, the host marked \
                bad, records rejected or over the caps): one alert per outage, resolved once \
@@ -188,7 +279,9 @@ pub struct AlertArgs {
 pub struct AlertConfig {
     /// (rule, key) → value as given (checked), in [`KEYS`] order.
     values: Vec<(&'static KeyDef, String)>,
-    pub(crate) off: BTreeSet<&'static str>,
+    /// The same values, typed.
+    pub(crate) set: Settings,
+    pub(crate) off: BTreeSet<Rule>,
     pub(crate) receivers: Vec<Receiver>,
     pub(crate) watch_process: Vec<String>,
     /// `--expect SIZE`: the bytes the transfer lands in all (the full rule's end).
@@ -206,13 +299,6 @@ pub(crate) fn file_next_to(hosts_file: &Path) -> PathBuf {
     hosts_file.with_file_name("alerts.conf")
 }
 
-fn parse_value(def: &KeyDef, v: &str) -> Result<(), String> {
-    match def.kind {
-        Kind::Duration => parse_duration(v).map(|_| ()),
-        Kind::Rate => parse_rate(v).map(|_| ()),
-    }
-}
-
 /// `1MB/s` (or `1MB`): bytes per second, through the sizes' parser.
 pub(crate) fn parse_rate(v: &str) -> Result<u64, String> {
     let t = v.trim();
@@ -222,9 +308,18 @@ pub(crate) fn parse_rate(v: &str) -> Result<u64, String> {
 impl AlertConfig {
     /// The defaults, then the file's lines (if `file` exists), then the command line.
     pub fn resolve(args: &AlertArgs, file: Option<&Path>) -> anyhow::Result<AlertConfig> {
+        let mut set = Settings::default();
+        for k in KEYS {
+            set.set(k.slot, k.default)
+                .map_err(|e| anyhow::anyhow!("the default of {}: {e}", k.key))?;
+        }
         let mut c = AlertConfig {
             values: KEYS.iter().map(|k| (k, k.default.to_string())).collect(),
-            off: OFF_BY_DEFAULT.iter().copied().collect(),
+            set,
+            off: Rule::ALL
+                .into_iter()
+                .filter(|r| r.off_by_default())
+                .collect(),
             receivers: Vec::new(),
             watch_process: Vec::new(),
             expect: None,
@@ -257,31 +352,34 @@ impl AlertConfig {
                 .split_once('=')
                 .ok_or_else(|| format!("--alert {s:?}: want RULE.KEY=VALUE (e.g. stall.for=5m)"))?;
             // RULE=on|off turns a rule on or off.
-            if let Some(rule) = RULES.iter().find(|r| **r == name.trim()) {
+            if let Some(rule) = Rule::parse(name.trim()) {
                 match value.trim() {
-                    "on" => self.off.remove(rule),
+                    "on" => self.off.remove(&rule),
                     "off" => self.off.insert(rule),
                     v => return Err(format!("--alert {s:?}: {rule}={v}? (on or off)")),
                 };
                 continue;
             }
-            let (rule, key) = name.trim().split_once('.').unwrap_or(("", name.trim()));
+            let (rule, key) = match name.trim().split_once('.') {
+                Some((r, k)) => (Rule::parse(r).map(Some), k),
+                None => (Some(None), name.trim()),
+            };
             let slot = self
                 .values
                 .iter_mut()
-                .find(|(d, _)| d.rule == rule && d.key == key)
+                .find(|(d, _)| Some(d.rule) == rule && d.key == key)
                 .ok_or_else(|| {
                     format!("--alert {s:?}: no such key (nasprobe alerts --list shows them)")
                 })?;
-            parse_value(slot.0, value).map_err(|e| format!("--alert {s:?}: {e}"))?;
+            self.set
+                .set(slot.0.slot, value.trim())
+                .map_err(|e| format!("--alert {s:?}: {e}"))?;
             slot.1 = value.trim().to_string();
         }
         for r in &a.no_alert {
             let r = r.trim();
-            let rule = RULES
-                .iter()
-                .find(|x| **x == r)
-                .ok_or_else(|| format!("--no-alert {r:?}: no such rule ({})", RULES.join(", ")))?;
+            let rule = Rule::parse(r)
+                .ok_or_else(|| format!("--no-alert {r:?}: no such rule ({})", Rule::names()))?;
             self.off.insert(rule);
         }
         for n in &a.notify {
@@ -303,26 +401,8 @@ impl AlertConfig {
         Ok(())
     }
 
-    fn value(&self, rule: &str, key: &str) -> &str {
-        self.values
-            .iter()
-            .find(|(d, _)| d.rule == rule && d.key == key)
-            .map(|(_, v)| v.as_str())
-            .expect("a key of KEYS")
-    }
-
-    /// A duration key (checked when it was set).
-    pub(crate) fn dur(&self, rule: &str, key: &str) -> Duration {
-        parse_duration(self.value(rule, key)).expect("checked")
-    }
-
-    /// A rate key in bytes per second.
-    pub(crate) fn rate(&self, rule: &str, key: &str) -> u64 {
-        parse_rate(self.value(rule, key)).expect("checked")
-    }
-
     pub(crate) fn repeat(&self) -> Duration {
-        self.dur("", "repeat")
+        self.set.repeat
     }
 
     /// No line on stderr per alert (the caller shows them).
@@ -331,8 +411,8 @@ impl AlertConfig {
         self
     }
 
-    pub(crate) fn is_on(&self, rule: &str) -> bool {
-        !self.off.contains(rule)
+    pub(crate) fn is_on(&self, rule: Rule) -> bool {
+        !self.off.contains(&rule)
     }
 
     /// What `nasprobe alerts --list` prints.
@@ -345,17 +425,17 @@ impl AlertConfig {
                 if *there { "read" } else { "none there" }
             ));
         }
-        for (d, v) in self.values.iter().filter(|(d, _)| d.rule.is_empty()) {
+        for (d, v) in self.values.iter().filter(|(d, _)| d.rule.is_none()) {
             o.push_str(&format!("{} = {v}    {}\n", d.key, d.help));
         }
-        for rule in RULES {
-            let state = match (self.is_on(rule), OFF_BY_DEFAULT.contains(rule)) {
+        for rule in Rule::ALL {
+            let state = match (self.is_on(rule), rule.off_by_default()) {
                 (true, _) => "on".to_string(),
                 (false, true) => format!("off (by default; --alert {rule}=on)"),
                 (false, false) => "off (--no-alert)".to_string(),
             };
             o.push_str(&format!("{rule}: {state}\n"));
-            for (d, v) in self.values.iter().filter(|(d, _)| d.rule == *rule) {
+            for (d, v) in self.values.iter().filter(|(d, _)| d.rule == Some(rule)) {
                 let changed = if *v == d.default {
                     String::new()
                 } else {
@@ -366,7 +446,7 @@ impl AlertConfig {
                     d.key, d.help
                 ));
             }
-            if *rule == "death" {
+            if rule == Rule::Death {
                 let w = if self.watch_process.is_empty() {
                     "none".to_string()
                 } else {
@@ -376,7 +456,7 @@ impl AlertConfig {
                     "  watched: the processes that moved the flow's files, and --watch-process: {w}\n"
                 ));
             }
-            if *rule == "full" {
+            if rule == Rule::Full {
                 o.push_str(&match self.expect {
                     Some(e) => format!("  --expect: {e} bytes\n"),
                     None => "  --expect: not given (full.within applies)\n".into(),
@@ -437,17 +517,17 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let c = AlertConfig::resolve(&AlertArgs::default(), None).unwrap();
-        assert_eq!(c.dur("stall", "for"), Duration::from_secs(300));
-        assert_eq!(c.rate("stall", "below"), 1_000_000);
+        assert_eq!(c.set.stall_for, Duration::from_secs(300));
+        assert_eq!(c.set.stall_below, 1_000_000);
         assert_eq!(c.repeat(), Duration::from_secs(3600));
         let c = AlertConfig::resolve(
             &args(&["stall.for=10s", "repeat=5m", "stall.below=200KB/s"]),
             None,
         )
         .unwrap();
-        assert_eq!(c.dur("stall", "for"), Duration::from_secs(10));
+        assert_eq!(c.set.stall_for, Duration::from_secs(10));
         assert_eq!(c.repeat(), Duration::from_secs(300));
-        assert_eq!(c.rate("stall", "below"), 200_000);
+        assert_eq!(c.set.stall_below, 200_000);
         assert!(c.list_text().contains("stall.for = 10s (default 5m)"));
     }
 
@@ -483,9 +563,9 @@ mod tests {
         )
         .unwrap();
         let c = AlertConfig::resolve(&args(&["stall.for=20s"]), Some(&f)).unwrap();
-        assert_eq!(c.dur("stall", "for"), Duration::from_secs(20));
-        assert_eq!(c.dur("host_lost", "for"), Duration::from_secs(30));
-        assert!(!c.is_on("death"));
+        assert_eq!(c.set.stall_for, Duration::from_secs(20));
+        assert_eq!(c.set.host_lost_for, Duration::from_secs(30));
+        assert!(!c.is_on(Rule::Death));
         assert_eq!(c.receivers.len(), 1);
         std::fs::write(&f, "alert stall.for=2m\nnotfy x\n").unwrap();
         let e = AlertConfig::resolve(&AlertArgs::default(), Some(&f)).unwrap_err();

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::config::AlertConfig;
+use super::config::{AlertConfig, Rule};
 use super::rules::{Cond, Obs, Refused, clock, mins};
 
 impl Refused {
@@ -128,7 +128,7 @@ impl Integrity {
     }
 
     pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
-        let quiet = c.dur("integrity", "quiet").as_millis() as u64;
+        let quiet = c.set.integrity_quiet.as_millis() as u64;
         for h in &o.hosts {
             let run = self.hosts.entry(h.name.clone()).or_default();
             let new = h.refused.since(run.seen);
@@ -185,7 +185,7 @@ impl Integrity {
                 )
             };
             out.push(Cond {
-                rule: "integrity",
+                rule: Rule::Integrity,
                 key: host.clone(),
                 host: Some(host.clone()),
                 active,
@@ -203,6 +203,8 @@ impl Integrity {
         out
     }
 }
+
+super::rules::condition!(Integrity, Rule::Integrity);
 
 #[cfg(test)]
 mod tests {

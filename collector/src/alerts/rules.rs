@@ -4,7 +4,39 @@
 
 use std::collections::HashMap;
 
-use super::config::AlertConfig;
+use nasprobe_analysis::exits::Cause;
+
+use super::config::{AlertConfig, Rule};
+
+/// One rule's memory, turning each observation into the state of its conditions: what the
+/// engine loops over (each rule in force once per evaluation).
+pub(crate) trait Condition: Send {
+    fn rule(&self) -> Rule;
+    fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond>;
+}
+
+/// The trait's side of a rule whose `eval` is its own.
+macro_rules! condition {
+    ($t:ty, $rule:expr) => {
+        impl $crate::alerts::rules::Condition for $t {
+            fn rule(&self) -> $crate::alerts::config::Rule {
+                $rule
+            }
+            fn eval(
+                &mut self,
+                c: &$crate::alerts::config::AlertConfig,
+                o: &$crate::alerts::rules::Obs,
+            ) -> Vec<$crate::alerts::rules::Cond> {
+                <$t>::eval(self, c, o)
+            }
+        }
+    };
+}
+pub(crate) use condition;
+
+condition!(HostLost, Rule::HostLost);
+condition!(Stall, Rule::Stall);
+condition!(Death, Rule::Death);
 
 /// One host, as the connection sees it.
 /// Refusals of one host on this run, by kind (the counters `net::gate::note_refusal` keeps).
@@ -34,6 +66,8 @@ pub(crate) struct HostObs {
     pub refused: Refused,
     /// What its agent sent last that the collector found invalid, if anything on this run.
     pub bad: Option<String>,
+    /// Its agent's clock minus the collector's (ms), as the handshake measured it, if known.
+    pub clock_offset_ms: Option<i64>,
 }
 
 /// A process that ended, as the report lists it.
@@ -47,7 +81,7 @@ pub(crate) struct ExitObs {
     /// "died by SIGKILL", "killed by the OOM killer (SIGKILL)", "exited with status 1".
     pub ended: String,
     /// The report's cause (`killed`, `oom`, `peer`, `network`, ...).
-    pub cause: String,
+    pub cause: Cause,
     pub evidence: Vec<String>,
 }
 
@@ -86,7 +120,7 @@ pub(crate) struct MountObs {
 /// One condition of one rule at one instant.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Cond {
-    pub rule: &'static str,
+    pub rule: Rule,
     /// What tells this alert from another of its rule (the host, the process).
     pub key: String,
     pub host: Option<String>,
@@ -124,8 +158,10 @@ struct HostTimer {
     received: u64,
     /// When `received` last grew (the collector's clock), or when the engine began.
     heard_ms: u64,
-    /// While lost: `received` when it was declared lost.
+    /// While lost: (`heard_ms`, `received`) when it was declared lost.
     lost_at: Option<(u64, u64)>,
+    /// While lost: when records came again (the collector's clock), the end of the silence.
+    back_ms: Option<u64>,
 }
 
 /// A resumed host is caught up when its newest sample is this close to now.
@@ -141,30 +177,38 @@ impl HostLost {
                 received: 0,
                 heard_ms: since_ms,
                 lost_at: Some((since_ms, 0)),
+                back_ms: None,
             },
         );
     }
 
     pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
-        let limit = c.dur("host_lost", "for").as_millis() as u64;
+        let limit = c.set.host_lost_for.as_millis() as u64;
         let mut out = Vec::new();
         for h in &o.hosts {
             let t = self.hosts.entry(h.name.clone()).or_insert(HostTimer {
                 received: h.received,
                 heard_ms: o.now_ms,
                 lost_at: None,
+                back_ms: None,
             });
             let grew = h.received > t.received;
             if grew {
                 t.received = h.received;
                 t.heard_ms = o.now_ms;
+                if t.lost_at.is_some() {
+                    t.back_ms.get_or_insert(o.now_ms);
+                }
             }
             let silent = o.now_ms.saturating_sub(t.heard_ms);
+            // The newest sample against now on the agent's clock (a NAS whose clock is off by
+            // more than CAUGHT_UP_MS would otherwise never be caught up, issue 41).
+            let agent_now = o.now_ms as i64 + h.clock_offset_ms.unwrap_or(0);
             let caught_up = h.connected
                 && h.last_sample_ms
-                    .is_some_and(|s| s + CAUGHT_UP_MS >= o.now_ms);
+                    .is_some_and(|s| s as i64 + CAUGHT_UP_MS as i64 >= agent_now);
             let mut cond = Cond {
-                rule: "host_lost",
+                rule: Rule::HostLost,
                 key: h.name.clone(),
                 host: Some(h.name.clone()),
                 active: false,
@@ -179,15 +223,18 @@ impl HostLost {
                     t.lost_at = Some((t.heard_ms, h.received));
                 }
                 Some((from, before)) if grew && caught_up => {
+                    // The silence ends when records came again, not when the backfill is
+                    // through.
+                    let back = t.back_ms.take().unwrap_or(o.now_ms);
                     cond.summary = format!(
                         "{}: agent back after {} silent; its ring backfilled {} records",
                         h.name,
-                        mins(o.now_ms.saturating_sub(from)),
+                        mins(back.saturating_sub(from)),
                         h.received - before
                     );
                     cond.evidence = vec![format!(
                         "records resumed at {}; {} records received since the agent went silent at {}",
-                        clock(o.now_ms),
+                        clock(back),
                         h.received - before,
                         clock(from)
                     )];
@@ -232,10 +279,10 @@ pub(crate) struct Stall {
 
 impl Stall {
     pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
-        let below = c.rate("stall", "below") as f64;
-        let above = c.rate("stall", "above") as f64;
-        let for_ms = c.dur("stall", "for").as_millis() as u64;
-        let after_ms = c.dur("stall", "after_for").as_millis() as u64;
+        let below = c.set.stall_below as f64;
+        let above = c.set.stall_above as f64;
+        let for_ms = c.set.stall_for.as_millis() as u64;
+        let after_ms = c.set.stall_after_for.as_millis() as u64;
         let r = o.flow_bps;
         if r >= above {
             let since = *self.above_since.get_or_insert(o.now_ms);
@@ -250,7 +297,7 @@ impl Stall {
         }
         let ends = self.ends.clone().unwrap_or_else(|| "the flow".into());
         let mut cond = Cond {
-            rule: "stall",
+            rule: Rule::Stall,
             key: "flow".into(),
             host: None,
             active: false,
@@ -316,10 +363,23 @@ pub(crate) struct DeathRun {
     pub last_ms: u64,
     pub count: u64,
     pub ended: String,
-    pub cause: String,
+    pub cause: &'static str,
     pub evidence: Vec<String>,
     pub active: bool,
+    /// The names of a host's folded deaths ([`MANY`]), the first [`NAMES_SHOWN`].
+    pub names: Vec<String>,
+    /// How many names were folded in all.
+    pub names_total: u64,
 }
+
+/// The process of a host's alert that counts the deaths of many names.
+pub(crate) const MANY: &str = "*";
+/// Names of one host alerted each on its own within one `repeat`; the deaths of further names
+/// fold into one alert of the host that counts them (issue 39: a new name dying every few ms
+/// is one alert, not thousands).
+pub(crate) const DEATH_NAMES_MAX: usize = 3;
+/// Names a folded alert lists (the rest are counted).
+const NAMES_SHOWN: usize = 8;
 
 /// The key of a death alert.
 pub(crate) fn death_key(host: &str, process: &str) -> String {
@@ -344,7 +404,13 @@ impl Death {
     }
 
     pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
-        let quiet = c.dur("death", "quiet").as_millis() as u64;
+        let quiet = c.set.death_quiet.as_millis() as u64;
+        let repeat = c.repeat().as_millis() as u64;
+        // A run no exit can add to any more (its exits are out of the engine's window) is
+        // forgotten: the keys stay as few as the names of the last seconds.
+        let window = super::recent::EXIT_WINDOW.as_millis() as u64;
+        self.keys
+            .retain(|_, r| r.active || o.now_ms.saturating_sub(r.last_ms) <= quiet.max(window));
         for m in &o.movers {
             if !self.movers.contains(m) {
                 self.movers.push(m.clone());
@@ -354,11 +420,32 @@ impl Death {
         let mut exits: Vec<&ExitObs> = o
             .exits
             .iter()
-            .filter(|e| e.cause != "clean" && self.watched(c, e))
+            .filter(|e| e.cause != Cause::Clean && self.watched(c, e))
             .collect();
         exits.sort_by_key(|e| e.at_ms);
         for e in exits {
-            let key = death_key(&e.host, &e.process);
+            let mut key = death_key(&e.host, &e.process);
+            let open = self
+                .keys
+                .get(&key)
+                .is_some_and(|r| r.active && e.at_ms.saturating_sub(r.last_ms) <= quiet);
+            let seen = self.keys.get(&key).is_some_and(|r| e.at_ms <= r.last_ms);
+            if !open && !seen {
+                let named = self
+                    .keys
+                    .values()
+                    .filter(|r| {
+                        r.active
+                            && r.host == e.host
+                            && r.process != MANY
+                            && e.at_ms.saturating_sub(r.first_ms) < repeat
+                    })
+                    .count();
+                if named >= DEATH_NAMES_MAX {
+                    key = death_key(&e.host, MANY);
+                }
+            }
+            let many = key == death_key(&e.host, MANY);
             let run = self.keys.entry(key).or_default();
             if e.at_ms <= run.last_ms {
                 continue;
@@ -366,17 +453,23 @@ impl Death {
             if !run.active || e.at_ms.saturating_sub(run.last_ms) > quiet {
                 *run = DeathRun {
                     host: e.host.clone(),
-                    process: e.process.clone(),
+                    process: if many { MANY.into() } else { e.process.clone() },
                     first_ms: e.at_ms,
                     count: 0,
                     active: true,
                     ..Default::default()
                 };
             }
+            if run.process == MANY {
+                run.names_total += u64::from(!run.names.contains(&e.process));
+                if run.names.len() < NAMES_SHOWN && !run.names.contains(&e.process) {
+                    run.names.push(e.process.clone());
+                }
+            }
             run.count += 1;
             run.last_ms = e.at_ms;
             run.ended = e.ended.clone();
-            run.cause = e.cause.clone();
+            run.cause = e.cause.name();
             run.evidence = e.evidence.clone();
             if let Some(cmd) = &e.cmdline {
                 run.evidence.push(format!("pid {} `{cmd}`", e.pid));
@@ -392,15 +485,36 @@ impl Death {
             } else {
                 String::new()
             };
+            let what = if run.process == MANY {
+                let more = run.names_total.saturating_sub(run.names.len() as u64);
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} processes of {} names died since {} ({}{more}), the last",
+                    run.count,
+                    run.names_total,
+                    clock(run.first_ms),
+                    run.names.join(", ")
+                )
+            } else {
+                run.process.clone()
+            };
             let mut cond = Cond {
-                rule: "death",
+                rule: Rule::Death,
                 key: key.clone(),
                 host: Some(run.host.clone()),
                 active: run.active,
-                summary: format!(
-                    "{}: {} {} (cause: {}){times}",
-                    run.host, run.process, run.ended, run.cause
-                ),
+                summary: if run.process == MANY {
+                    format!("{}: {what} {} (cause: {})", run.host, run.ended, run.cause)
+                } else {
+                    format!(
+                        "{}: {} {} (cause: {}){times}",
+                        run.host, run.process, run.ended, run.cause
+                    )
+                },
                 evidence: run.evidence.clone(),
                 count: run.count,
                 since_ms: Some(run.first_ms),
@@ -412,7 +526,11 @@ impl Death {
                 cond.summary = format!(
                     "{}: {} died {} time(s), the last at {} ({}, cause: {}); none since for {}",
                     run.host,
-                    run.process,
+                    if run.process == MANY {
+                        format!("processes of {} names", run.names_total)
+                    } else {
+                        run.process.clone()
+                    },
                     run.count,
                     clock(run.last_ms),
                     run.ended,
@@ -425,132 +543,6 @@ impl Death {
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
     }
-}
-
-/// full: a `--mount` will be full before the transfer ends. The landing rate is the growth of
-/// its used bytes over the last `full.over`; the transfer's end is when `--expect SIZE` has
-/// landed (counted from when this run first saw the mount), or, without it, `full.within`
-/// from now. Resolved when the projection no longer says so.
-#[derive(Debug, Default)]
-pub(crate) struct Full {
-    mounts: HashMap<String, MountTrack>,
-}
-
-#[derive(Debug, Default)]
-struct MountTrack {
-    /// (time, used) of the first sample seen, and of the recent ones (the oldest within `over`).
-    first: Option<(u64, u64)>,
-    recent: std::collections::VecDeque<(u64, u64)>,
-}
-
-/// The landing rate needs this much history before it projects anything.
-const FULL_MIN_SPAN_MS: u64 = 5_000;
-
-impl Full {
-    pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
-        let over = c.dur("full", "over").as_millis() as u64;
-        let within = c.dur("full", "within").as_secs_f64();
-        let mut out = Vec::new();
-        for m in &o.mounts {
-            let key = format!("{}:{}", m.host, m.path);
-            let t = self.mounts.entry(key.clone()).or_default();
-            t.first.get_or_insert((m.time_ms, m.used_bytes));
-            if t.recent.back().is_none_or(|b| b.0 < m.time_ms) {
-                t.recent.push_back((m.time_ms, m.used_bytes));
-            }
-            while t.recent.len() > 2 && t.recent[1].0 + over <= m.time_ms {
-                t.recent.pop_front();
-            }
-            let mut cond = Cond {
-                rule: "full",
-                key: key.clone(),
-                host: Some(m.host.clone()),
-                active: false,
-                summary: String::new(),
-                evidence: Vec::new(),
-                count: 1,
-                since_ms: None,
-                last_ms: None,
-            };
-            let (t0, u0) = t.recent[0];
-            let span = m.time_ms.saturating_sub(t0);
-            let rate = if span >= FULL_MIN_SPAN_MS {
-                m.used_bytes.saturating_sub(u0) as f64 / (span as f64 / 1000.0)
-            } else {
-                0.0
-            };
-            let rate_text = format!("{:.1} MB/s", rate / 1e6);
-            if rate <= 0.0 {
-                cond.summary = format!(
-                    "{} {}: nothing lands any more ({} free)",
-                    m.host,
-                    m.path,
-                    gb(m.free_bytes)
-                );
-                out.push(cond);
-                continue;
-            }
-            let full_s = m.free_bytes as f64 / rate;
-            let landed = m
-                .used_bytes
-                .saturating_sub(t.first.map_or(m.used_bytes, |f| f.1));
-            let (end_s, end_text) = match c.expect {
-                Some(e) => {
-                    let left = e.saturating_sub(landed) as f64 / rate;
-                    (
-                        left,
-                        format!(
-                            "the transfer ends in {} ({} of {} landed)",
-                            eta(left),
-                            gb(landed),
-                            gb(e)
-                        ),
-                    )
-                }
-                None => (within, format!("full.within is {}", eta(within))),
-            };
-            cond.evidence = vec![
-                format!(
-                    "{} free, {} landed since {}, landing at {rate_text} over the last {}",
-                    gb(m.free_bytes),
-                    gb(landed),
-                    clock(t.first.map_or(m.time_ms, |f| f.0)),
-                    mins(span)
-                ),
-                format!("full in {}; {end_text}", eta(full_s)),
-            ];
-            if full_s < end_s {
-                cond.active = true;
-                cond.summary = format!(
-                    "{} {}: full in {} at {rate_text}, before the transfer ends ({end_text})",
-                    m.host,
-                    m.path,
-                    eta(full_s)
-                );
-            } else {
-                cond.summary = format!(
-                    "{} {}: no longer full before the end: full in {} at {rate_text}; {end_text}",
-                    m.host,
-                    m.path,
-                    eta(full_s)
-                );
-            }
-            out.push(cond);
-        }
-        out
-    }
-}
-
-fn gb(b: u64) -> String {
-    if b >= 1_000_000_000 {
-        format!("{:.1} GB", b as f64 / 1e9)
-    } else {
-        format!("{:.0} MB", b as f64 / 1e6)
-    }
-}
-
-fn eta(s: f64) -> String {
-    nasprobe_analysis::time::dur(s)
 }
 
 #[cfg(test)]
@@ -609,6 +601,49 @@ pub(crate) mod tests {
         );
     }
 
+    #[test]
+    fn host_lost_resolves_within_its_for_of_the_return_and_says_the_real_silence() {
+        // The agent's clock 60 s behind the collector's (a NAS without NTP): its newest
+        // sample always looks a minute old.
+        let c = cfg(&["host_lost.for=10s"]);
+        let for_ms = 10_000;
+        let mut r = HostLost::default();
+        let behind = |received, connected, now: u64| {
+            let mut o = host(received, connected, now - 60_000);
+            o.now_ms = now;
+            o.hosts[0].clock_offset_ms = Some(-60_000);
+            o
+        };
+        let mut t = 100_000;
+        assert!(!r.eval(&c, &behind(5, true, t))[0].active);
+        // Silent from t = 100 s, lost once `for` has passed.
+        while t < 100_000 + 30_000 {
+            t += 1_000;
+            r.eval(&c, &behind(5, false, t));
+        }
+        assert!(r.eval(&c, &behind(5, false, t))[0].active);
+        // Back at t = 130 s, one record a second.
+        let back_at = t + 1_000;
+        let mut resolved = None;
+        let mut received = 5;
+        for k in 0..60u64 {
+            let now = back_at + k * 1_000;
+            received += 1;
+            let v = r.eval(&c, &behind(received, true, now));
+            if !v[0].active {
+                resolved = Some((now, v[0].summary.clone()));
+                break;
+            }
+        }
+        let (at, summary) = resolved.expect("resolved");
+        assert!(
+            at <= back_at + for_ms + 2_000,
+            "resolved {} s after the return",
+            (at - back_at) / 1000
+        );
+        assert!(summary.contains("back after 31 s silent"), "{summary}");
+    }
+
     fn flow(ms: u64, mb: f64) -> Obs {
         Obs {
             now_ms: ms,
@@ -661,56 +696,8 @@ pub(crate) mod tests {
             cmdline: None,
             at_ms: at,
             ended: format!("died by {signal}"),
-            cause: "killed".into(),
+            cause: Cause::Killed,
             evidence: vec![],
-        }
-    }
-
-    fn mount(ms: u64, used: u64, free: u64) -> Obs {
-        Obs {
-            now_ms: ms,
-            mounts: vec![MountObs {
-                host: "dst".into(),
-                path: "/srv".into(),
-                time_ms: ms,
-                used_bytes: used,
-                free_bytes: free,
-            }],
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn full_when_the_free_space_ends_before_the_transfer() {
-        let mut c = cfg(&["full.over=20s"]);
-        c.expect = Some(1_000_000_000);
-        let mut f = Full::default();
-        // 10 MB/s landing, 300 MB free: full in 30 s, the 1 GB transfer needs 100 s.
-        let mut fired = None;
-        for s in 0..10u64 {
-            let v = f.eval(
-                &c,
-                &mount(s * 1000, s * 10_000_000, 300_000_000 - s * 10_000_000),
-            );
-            if v[0].active && fired.is_none() {
-                fired = Some(s);
-                assert!(
-                    v[0].summary.contains("before the transfer ends"),
-                    "{}",
-                    v[0].summary
-                );
-                assert!(
-                    v[0].evidence[1].contains("the transfer ends in"),
-                    "{:?}",
-                    v[0].evidence
-                );
-            }
-        }
-        assert_eq!(fired, Some(5), "once 5 s of history give a rate");
-        // With room for all of it: nothing.
-        let mut f = Full::default();
-        for s in 0..10u64 {
-            assert!(!f.eval(&c, &mount(s * 1000, s * 10_000_000, 50_000_000_000))[0].active);
         }
     }
 
@@ -745,5 +732,44 @@ pub(crate) mod tests {
         let v = d.eval(&c, &o);
         assert!(!v[0].active);
         assert!(v[0].summary.contains("died 3 time(s)"), "{}", v[0].summary);
+    }
+
+    #[test]
+    fn deaths_of_many_names_fold_into_one_alert_of_the_host() {
+        let c = cfg(&["death.quiet=30s"]);
+        let mut d = Death::default();
+        // 2,000 names dying 5 ms apart, each watched ("worker-N").
+        let exits: Vec<ExitObs> = (0..2_000u64)
+            .map(|i| ExitObs {
+                process: format!("worker-{i}"),
+                ..exit(1_000 + i * 5, "SIGKILL")
+            })
+            .collect();
+        let o = Obs {
+            now_ms: 11_000,
+            exits,
+            ..Default::default()
+        };
+        let v = d.eval(&c, &o);
+        let active: Vec<&Cond> = v.iter().filter(|c| c.active).collect();
+        assert_eq!(active.len(), DEATH_NAMES_MAX + 1, "{active:?}");
+        let many = active
+            .iter()
+            .find(|c| c.key == "nas/*")
+            .expect("the folded alert");
+        assert_eq!(many.count, 2_000 - DEATH_NAMES_MAX as u64);
+        assert!(
+            many.summary
+                .starts_with("nas: 1997 processes of 1997 names died since"),
+            "{}",
+            many.summary
+        );
+        // Seen again (the windows overlap): counted once.
+        assert_eq!(d.eval(&c, &o).iter().filter(|c| c.active).count(), 4);
+        let again = d.eval(&c, &o);
+        assert_eq!(
+            again.iter().find(|c| c.key == "nas/*").map(|c| c.count),
+            Some(1_997)
+        );
     }
 }

@@ -7,21 +7,54 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::config::Rule;
 use super::rules::Cond;
 
-/// `firing` or `resolved`.
-pub(crate) const FIRING: &str = "firing";
-pub(crate) const RESOLVED: &str = "resolved";
+/// Where an alert is: firing (sent, maybe repeated) or resolved (sent once more, closed). The
+/// store's `state` text and the webhook's `state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AlertState {
+    Firing,
+    Resolved,
+}
+
+impl AlertState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+        }
+    }
+}
+
+impl std::fmt::Display for AlertState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl rusqlite::ToSql for AlertState {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl rusqlite::ToSql for Rule {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.name().into())
+    }
+}
 
 /// One alert as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct AlertRow {
     /// 0 until stored.
     pub id: i64,
-    pub rule: String,
+    pub rule: Rule,
     pub key: String,
     pub host: Option<String>,
-    pub state: &'static str,
+    pub state: AlertState,
     pub started_ms: u64,
     pub ended_ms: Option<u64>,
     /// When it was last sent (fired or repeated).
@@ -37,28 +70,28 @@ pub(crate) struct AlertRow {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Transition {
     pub row: AlertRow,
-    /// `Some(FIRING)` first and on a repeat, `Some(RESOLVED)` once at the end.
-    pub send: Option<&'static str>,
+    /// `Some(Firing)` first and on a repeat, `Some(Resolved)` once at the end.
+    pub send: Option<AlertState>,
 }
 
 /// The transitions from the open (firing) alerts and the rules' conditions at `now_ms`.
 pub(crate) fn step(
-    open: &HashMap<(String, String), AlertRow>,
+    open: &HashMap<(Rule, String), AlertRow>,
     conds: &[Cond],
     now_ms: u64,
     repeat_ms: u64,
 ) -> Vec<Transition> {
     let mut out = Vec::new();
     for c in conds {
-        let k = (c.rule.to_string(), c.key.clone());
+        let k = (c.rule, c.key.clone());
         match (open.get(&k), c.active) {
             (None, true) => out.push(Transition {
                 row: AlertRow {
                     id: 0,
-                    rule: c.rule.into(),
+                    rule: c.rule,
                     key: c.key.clone(),
                     host: c.host.clone(),
-                    state: FIRING,
+                    state: AlertState::Firing,
                     started_ms: c.since_ms.unwrap_or(now_ms).min(now_ms),
                     ended_ms: None,
                     sent_ms: now_ms,
@@ -67,7 +100,7 @@ pub(crate) fn step(
                     summary: c.summary.clone(),
                     evidence: c.evidence.clone(),
                 },
-                send: Some(FIRING),
+                send: Some(AlertState::Firing),
             }),
             (Some(row), true) => {
                 let mut r = row.clone();
@@ -77,7 +110,7 @@ pub(crate) fn step(
                 r.evidence = c.evidence.clone();
                 let send = (now_ms.saturating_sub(row.sent_ms) >= repeat_ms).then(|| {
                     r.sent_ms = now_ms;
-                    FIRING
+                    AlertState::Firing
                 });
                 // A changed count is kept (cheap); the text changes every second ("for 3 min").
                 if send.is_some() || r.count != row.count {
@@ -86,7 +119,7 @@ pub(crate) fn step(
             }
             (Some(row), false) => {
                 let mut r = row.clone();
-                r.state = RESOLVED;
+                r.state = AlertState::Resolved;
                 r.ended_ms = Some(now_ms);
                 r.count = c.count.max(row.count);
                 r.last_ms = c.last_ms.unwrap_or(r.last_ms);
@@ -100,7 +133,7 @@ pub(crate) fn step(
                 }
                 out.push(Transition {
                     row: r,
-                    send: Some(RESOLVED),
+                    send: Some(AlertState::Resolved),
                 });
             }
             (None, false) => {}
@@ -109,16 +142,24 @@ pub(crate) fn step(
     out
 }
 
-fn state_of(s: &str) -> &'static str {
-    if s == FIRING { FIRING } else { RESOLVED }
+fn state_of(s: &str) -> AlertState {
+    if s == AlertState::Firing.as_str() {
+        AlertState::Firing
+    } else {
+        AlertState::Resolved
+    }
 }
 
-fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
+/// A stored alert; None for a rule this build does not know (a newer collector's), skipped.
+fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<AlertRow>> {
     let evidence: String = r.get(10)?;
     let last: Option<i64> = r.get(11)?;
-    Ok(AlertRow {
+    let Some(rule) = Rule::parse(&r.get::<_, String>(1)?) else {
+        return Ok(None);
+    };
+    Ok(Some(AlertRow {
         id: r.get(0)?,
-        rule: r.get(1)?,
+        rule,
         key: r.get(2)?,
         host: r.get(3)?,
         state: state_of(&r.get::<_, String>(4)?),
@@ -129,22 +170,23 @@ fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
         summary: r.get(9)?,
         evidence: serde_json::from_str(&evidence).unwrap_or_default(),
         last_ms: last.map_or(0, |v| v as u64),
-    })
+    }))
 }
 
 const COLUMNS: &str =
     "id, rule, key, host, state, started_ms, ended_ms, sent_ms, count, summary, evidence, last_ms";
 
 /// The firing alerts, by (rule, key).
-pub(crate) fn load_open(c: &Connection) -> rusqlite::Result<HashMap<(String, String), AlertRow>> {
+pub(crate) fn load_open(c: &Connection) -> rusqlite::Result<HashMap<(Rule, String), AlertRow>> {
     let mut st = c.prepare(&format!(
         "SELECT {COLUMNS} FROM alerts WHERE state = 'firing'"
     ))?;
     let rows = st.query_map([], row_of)?;
     let mut m = HashMap::new();
     for r in rows {
-        let r = r?;
-        m.insert((r.rule.clone(), r.key.clone()), r);
+        if let Some(r) = r? {
+            m.insert((r.rule, r.key.clone()), r);
+        }
     }
     Ok(m)
 }
@@ -160,16 +202,19 @@ pub(crate) fn load_window(
          ORDER BY started_ms, id"
     ))?;
     st.query_map(params![from_ms as i64, to_ms as i64], row_of)?
+        .filter_map(Result::transpose)
         .collect()
 }
 
 /// The newest death counted per death alert key (resolved ones too): see `rules::Death`.
-pub(crate) fn last_of_rule(c: &Connection, rule: &str) -> rusqlite::Result<Vec<AlertRow>> {
+pub(crate) fn last_of_rule(c: &Connection, rule: Rule) -> rusqlite::Result<Vec<AlertRow>> {
     let mut st = c.prepare(&format!(
         "SELECT {COLUMNS} FROM alerts a WHERE rule = ?1 AND id = (SELECT MAX(id) FROM alerts b
          WHERE b.rule = a.rule AND b.key = a.key)"
     ))?;
-    st.query_map([rule], row_of)?.collect()
+    st.query_map([rule], row_of)?
+        .filter_map(Result::transpose)
+        .collect()
 }
 
 /// A notification still to deliver, or one given up.
@@ -185,14 +230,14 @@ pub(crate) struct Outgoing {
     pub created_ms: u64,
 }
 
-/// Writes the transitions and, for each one that sends, one outbox row per receiver, in one
-/// transaction. `payload` renders a row as sent. Returns the rows with their ids.
+/// Writes the transitions and, for each one that sends, one outbox row per receiver `to`
+/// gives it (the budget's say), in one transaction. `payload` renders a row as sent.
 pub(crate) fn commit(
     c: &Connection,
     ts: &mut [Transition],
-    receivers: &[String],
+    mut to: impl FnMut(&AlertRow) -> Vec<String>,
     now_ms: u64,
-    payload: impl Fn(&AlertRow, &str) -> String,
+    payload: impl Fn(&AlertRow, AlertState) -> String,
 ) -> rusqlite::Result<()> {
     let tx = c.unchecked_transaction()?;
     for t in ts.iter_mut() {
@@ -234,8 +279,12 @@ pub(crate) fn commit(
             )?;
         }
         if let Some(state) = t.send {
+            let receivers = to(r);
+            if receivers.is_empty() {
+                continue;
+            }
             let body = payload(r, state);
-            for rc in receivers {
+            for rc in &receivers {
                 tx.execute(
                     "INSERT INTO alert_outbox(alert, receiver, state, payload, created_ms, next_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
@@ -245,6 +294,67 @@ pub(crate) fn commit(
         }
     }
     tx.commit()
+}
+
+/// Queues one notification that is no alert's (the budget's summary: alert 0).
+pub(crate) fn enqueue(
+    c: &Connection,
+    receiver: &str,
+    state: AlertState,
+    payload: &str,
+    now_ms: u64,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO alert_outbox(alert, receiver, state, payload, created_ms, next_ms)
+         VALUES (0, ?1, ?2, ?3, ?4, ?4)",
+        params![receiver, state, payload, now_ms as i64],
+    )
+    .map(|_| ())
+}
+
+/// (receiver, created) of the notifications queued from `from_ms` on (the budget's start).
+pub(crate) fn queued_since(c: &Connection, from_ms: u64) -> rusqlite::Result<Vec<(String, u64)>> {
+    let mut st =
+        c.prepare("SELECT receiver, created_ms FROM alert_outbox WHERE created_ms >= ?1")?;
+    st.query_map([from_ms as i64], |r| {
+        Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))
+    })?
+    .collect()
+}
+
+/// Keeps the outbox to `outbox_keep` rows (the oldest delivered go first, then the oldest given
+/// up, then the oldest waiting) and the alerts to `alerts_keep` (the oldest resolved go).
+/// Returns the rows deleted.
+pub(crate) fn bound(c: &Connection, outbox_keep: u64, alerts_keep: u64) -> rusqlite::Result<usize> {
+    let mut n = 0;
+    for which in [
+        "delivered_ms IS NOT NULL",
+        "delivered_ms IS NULL AND given_up = 1",
+        "delivered_ms IS NULL",
+    ] {
+        let rows: i64 = c.query_row("SELECT COUNT(*) FROM alert_outbox", [], |r| r.get(0))?;
+        let over = rows - outbox_keep as i64;
+        if over <= 0 {
+            break;
+        }
+        n += c.execute(
+            &format!(
+                "DELETE FROM alert_outbox WHERE id IN (SELECT id FROM alert_outbox WHERE {which}
+                 ORDER BY id LIMIT ?1)"
+            ),
+            [over],
+        )?;
+    }
+    let rows: i64 = c.query_row("SELECT COUNT(*) FROM alerts", [], |r| r.get(0))?;
+    let over = rows - alerts_keep as i64;
+    if over > 0 {
+        n += c.execute(
+            "DELETE FROM alerts WHERE id IN (SELECT id FROM alerts WHERE state = 'resolved'
+             ORDER BY id LIMIT ?1)",
+            [over],
+        )?;
+    }
+    Ok(n)
 }
 
 /// The oldest notification not delivered nor given up for `receiver`.
@@ -334,7 +444,7 @@ mod tests {
 
     fn cond(active: bool, count: u64) -> Cond {
         Cond {
-            rule: "stall",
+            rule: Rule::Stall,
             key: "flow".into(),
             host: None,
             active,
@@ -347,8 +457,8 @@ mod tests {
     }
 
     /// Runs `step` as the engine does, keeping the open rows; returns what was sent per tick.
-    fn run(ticks: &[(u64, bool)], repeat_ms: u64) -> Vec<(u64, &'static str)> {
-        let mut open: HashMap<(String, String), AlertRow> = HashMap::new();
+    fn run(ticks: &[(u64, bool)], repeat_ms: u64) -> Vec<(u64, AlertState)> {
+        let mut open: HashMap<(Rule, String), AlertRow> = HashMap::new();
         let mut sent = Vec::new();
         let mut next_id = 1;
         for (now, active) in ticks {
@@ -357,8 +467,8 @@ mod tests {
                     t.row.id = next_id;
                     next_id += 1;
                 }
-                let k = (t.row.rule.clone(), t.row.key.clone());
-                if t.row.state == FIRING {
+                let k = (t.row.rule, t.row.key.clone());
+                if t.row.state == AlertState::Firing {
                     open.insert(k, t.row.clone());
                 } else {
                     open.remove(&k);
@@ -381,11 +491,11 @@ mod tests {
         assert_eq!(
             sent,
             vec![
-                (10_000, FIRING),
-                (70_000, FIRING),
-                (130_000, FIRING),
-                (190_000, FIRING),
-                (200_000, RESOLVED)
+                (10_000, AlertState::Firing),
+                (70_000, AlertState::Firing),
+                (130_000, AlertState::Firing),
+                (190_000, AlertState::Firing),
+                (200_000, AlertState::Resolved)
             ]
         );
     }
@@ -410,29 +520,43 @@ mod tests {
         let c = Connection::open_in_memory().unwrap();
         c.execute_batch(super::super::base::SCHEMA).unwrap();
         let mut ts = step(&HashMap::new(), &[cond(true, 1)], 1000, 60_000);
-        commit(&c, &mut ts, &["webhook=http://x".into()], 1000, |_, s| {
-            s.into()
-        })
-        .unwrap();
+        let to = |_: &AlertRow| vec!["webhook=http://x".to_string()];
+        commit(&c, &mut ts, to, 1000, |_, s| s.as_str().into()).unwrap();
         // "Restarted": the open row comes back from the store, nothing is sent again.
         let open = load_open(&c).unwrap();
         assert_eq!(open.len(), 1);
         assert!(step(&open, &[cond(true, 1)], 2000, 60_000).is_empty());
         let mut ts = step(&open, &[cond(false, 1)], 3000, 60_000);
-        assert_eq!(ts[0].send, Some(RESOLVED));
-        commit(&c, &mut ts, &["webhook=http://x".into()], 3000, |_, s| {
-            s.into()
-        })
-        .unwrap();
+        assert_eq!(ts[0].send, Some(AlertState::Resolved));
+        commit(&c, &mut ts, to, 3000, |_, s| s.as_str().into()).unwrap();
         assert!(load_open(&c).unwrap().is_empty());
         let first = next_outgoing(&c, "webhook=http://x").unwrap().unwrap();
-        assert_eq!(first.payload, FIRING);
+        assert_eq!(first.payload, "firing");
         mark_delivered(&c, first.id, 4000).unwrap();
         let second = next_outgoing(&c, "webhook=http://x").unwrap().unwrap();
-        assert_eq!(second.payload, RESOLVED);
+        assert_eq!(second.payload, "resolved");
         mark_failed(&c, second.id, "HTTP 500", 9000, true).unwrap();
         assert!(next_outgoing(&c, "webhook=http://x").unwrap().is_none());
         assert_eq!(undelivered(&c).unwrap().len(), 1);
         assert_eq!(load_window(&c, 0, 10_000).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_outbox_and_the_alerts_are_bounded_oldest_delivered_first() {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(super::super::base::SCHEMA).unwrap();
+        for i in 0..30 {
+            enqueue(&c, "webhook=x", AlertState::Firing, "{}", i).unwrap();
+        }
+        for id in 1..=10 {
+            mark_delivered(&c, id, 100).unwrap();
+        }
+        assert_eq!(bound(&c, 25, 100).unwrap(), 5);
+        // The delivered went first: ids 6..=10 delivered are left, every waiting one too.
+        assert_eq!(undelivered(&c).unwrap().len(), 20);
+        assert_eq!(bound(&c, 12, 100).unwrap(), 13);
+        let left = undelivered(&c).unwrap();
+        assert_eq!((left.len(), left[0].id), (12, 19));
+        assert_eq!(queued_since(&c, 25).unwrap().len(), 5);
     }
 }

@@ -3,7 +3,7 @@
 //! or resource and stayed there for `wall_changed.for`. Each alert names the new wall; it is
 //! resolved when the wall moves on again (and the next one fires).
 
-use super::config::AlertConfig;
+use super::config::{AlertConfig, Rule};
 use super::rules::{Cond, Obs};
 
 /// The rule's memory.
@@ -21,7 +21,7 @@ pub(crate) struct WallChanged {
 
 impl WallChanged {
     pub(crate) fn eval(&mut self, c: &AlertConfig, o: &Obs) -> Vec<Cond> {
-        let for_ms = c.dur("wall_changed", "for").as_millis() as u64;
+        let for_ms = c.set.wall_changed_for.as_millis() as u64;
         let now = o.wall.clone();
         match &self.candidate {
             Some((w, _)) if *w == now => {}
@@ -71,7 +71,7 @@ impl WallChanged {
 
 fn cond(key: String, active: bool, summary: String, since_ms: Option<u64>) -> Cond {
     Cond {
-        rule: "wall_changed",
+        rule: Rule::WallChanged,
         host: key.split_whitespace().next().map(str::to_string),
         key,
         active,
@@ -82,6 +82,8 @@ fn cond(key: String, active: bool, summary: String, since_ms: Option<u64>) -> Co
         last_ms: None,
     }
 }
+
+super::rules::condition!(WallChanged, Rule::WallChanged);
 
 #[cfg(test)]
 mod tests {
@@ -106,7 +108,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(c.is_on("wall_changed"));
+        assert!(c.is_on(Rule::WallChanged));
         let mut w = WallChanged::default();
         let active = |v: &[Cond]| {
             v.iter()
@@ -144,7 +146,7 @@ mod tests {
         assert!(
             !AlertConfig::resolve(&AlertArgs::default(), None)
                 .unwrap()
-                .is_on("wall_changed")
+                .is_on(Rule::WallChanged)
         );
     }
 }

@@ -34,7 +34,7 @@ pub fn run(
     let from = since.map_or(0, |d| now.saturating_sub(d.as_millis() as u64));
     let mut alerts = state::load_window(conn, from, now)?;
     // Firing ones first, each group oldest first.
-    alerts.sort_by_key(|a| (a.state != state::FIRING, a.started_ms, a.id));
+    alerts.sort_by_key(|a| (a.state != state::AlertState::Firing, a.started_ms, a.id));
     let undelivered = state::undelivered(conn)?;
     let delivered = state::delivered_counts(conn)?;
     if json_out {

@@ -351,13 +351,13 @@ pub async fn store_task(
                 // Never write past what was given up: the resume point must stay before it.
                 give_up(&live, &names, &items);
             } else {
-                let (s, failed) = write_until_ok(store, items, &live).await;
+                let (s, written) = write_until_ok(store, items, &live).await;
                 store = s;
-                match failed {
-                    None => {
+                match written {
+                    Ok(items) => {
                         live.committed.fetch_add(n, Ordering::Relaxed);
                         if let Some(f) = live.alert_feed.get() {
-                            f.committed(n);
+                            f.committed(&items);
                         }
                         if let Some(r) = retention
                             && retained_at.elapsed() >= RETENTION_EVERY
@@ -366,7 +366,7 @@ pub async fn store_task(
                             retained_at = Instant::now();
                         }
                     }
-                    Some(items) => {
+                    Err(items) => {
                         gave_up = true;
                         give_up(&live, &names, &items);
                     }
@@ -382,6 +382,10 @@ pub async fn store_task(
         }) = pending_hello.take()
         {
             let label = (host.clone(), hello.instance_id);
+            let feed = live
+                .alert_feed
+                .get()
+                .map(|f| (f.clone(), host.clone(), hello.clone()));
             let (s, r) = retry_store(store, &live, move |st: &mut Store| {
                 let reg = st.register(&host, &addr, &hello)?;
                 if let Some(c) = clock {
@@ -393,6 +397,9 @@ pub async fn store_task(
             store = s;
             if let Ok(reg) = &r {
                 names.insert(reg.instance, label);
+                if let Some((f, host, hello)) = feed {
+                    f.registered(reg.instance, &host, &hello, clock);
+                }
             }
             reply.send(r.map_err(|e| e.to_string())).await.ok();
         }
@@ -402,17 +409,22 @@ pub async fn store_task(
     }
 }
 
-/// Writes a batch, retrying until it succeeds; once the run stops ([`Live::abandon`]) a failed
-/// write is given up and its items returned.
-async fn write_until_ok(store: Store, items: Vec<Item>, live: &Live) -> (Store, Option<Vec<Item>>) {
+/// Writes a batch, retrying until it succeeds (the items come back, shared, for the alert
+/// task); once the run stops ([`Live::abandon`]) a failed write is given up and its items
+/// returned as the error.
+async fn write_until_ok(
+    store: Store,
+    items: Vec<Item>,
+    live: &Live,
+) -> (Store, Result<Arc<Vec<Item>>, Vec<Item>>) {
     let items = Arc::new(items);
     let it2 = items.clone();
     let (store, r) = retry_store(store, live, move |st: &mut Store| st.write_batch(&it2)).await;
     match r {
-        Ok(()) => (store, None),
+        Ok(()) => (store, Ok(items)),
         Err(_) => (
             store,
-            Some(Arc::try_unwrap(items).unwrap_or_else(|a| (*a).clone())),
+            Err(Arc::try_unwrap(items).unwrap_or_else(|a| (*a).clone())),
         ),
     }
 }

@@ -81,8 +81,8 @@ pub struct Live {
     /// instance, the records given up and their seq range.
     pub unstored: Mutex<Vec<Unstored>>,
     /// The alert task's feed, when alerts are evaluated: told of each committed batch,
-    /// never waited for (`crate::alerts::base::Feed`).
-    pub alert_feed: std::sync::OnceLock<Arc<crate::alerts::base::Feed>>,
+    /// never waited for (`crate::alerts::feed::Feed`).
+    pub alert_feed: std::sync::OnceLock<Arc<crate::alerts::feed::Feed>>,
     /// Host index and what is nasprobe's own there (`watch --local`): left out of the views'
     /// copy of its records ([`crate::own`]).
     pub own: std::sync::OnceLock<(usize, crate::own::Own)>,

@@ -552,7 +552,9 @@ impl StoreReader {
     }
 
     /// The stored clock offsets by instance row (none when no collector wrote one yet).
-    fn clock_offsets(&self) -> rusqlite::Result<HashMap<i64, nasprobe_analysis::ClockOffset>> {
+    pub(super) fn clock_offsets(
+        &self,
+    ) -> rusqlite::Result<HashMap<i64, nasprobe_analysis::ClockOffset>> {
         let exists: bool = self.conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'clock_offsets')",
             [],

@@ -136,6 +136,35 @@ fn load_between_of(
     Ok((hosts, analysis))
 }
 
+/// One agent instance the store knows, with its row (what write items carry).
+#[derive(Debug, Clone)]
+pub(crate) struct KnownInstance {
+    pub row: i64,
+    pub host: String,
+    pub instance: nasprobe_analysis::Instance,
+}
+
+/// Every instance stored whose `Hello` decodes (the alert engine's start: later instances
+/// reach it from the store task).
+pub(crate) fn known_instances(store: &StoreReader) -> anyhow::Result<Vec<KnownInstance>> {
+    let clocks = store.clock_offsets()?;
+    let mut out = Vec::new();
+    for (host, _address, _host_row, raw) in store.instances()? {
+        if let Some(hello) = super::base::decode_stored::<nasprobe_proto::Hello>(&raw.hello) {
+            out.push(KnownInstance {
+                row: raw.row,
+                host,
+                instance: nasprobe_analysis::Instance {
+                    id: raw.instance_id,
+                    hello,
+                    clock: clocks.get(&raw.row).copied(),
+                },
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The step of the samples a report over `[from, to]` reads: None (raw samples), or rollups
 /// ([`rollup::step_for_span`]) by how long the stored data of the window spans.
 pub(crate) fn resolution(
