@@ -85,11 +85,11 @@ names=$(find "$TMP" -maxdepth 1 -name 'np39_*' | wc -l)
 alerts_json() { "$NP" --db "$DB" alerts --json 2>/dev/null || echo '{}'; }
 alerts_json >"$TMP/alerts.json"
 deaths=$(sqlite3 "$DB" "SELECT count(*) FROM events WHERE kind = 'process_exit' AND name LIKE 'np39%'")
-((deaths >= 100)) || fail "the flood did not reach the store: $deaths deaths of np39 names ($names made)"
+((deaths >= 50)) || fail "the flood did not reach the store: $deaths deaths of np39 names ($names made)"
 n_alerts=$(jq '[.alerts[] | select(.rule == "death" and (.key | startswith("nas/")))] | length' "$TMP/alerts.json")
 ((n_alerts <= NAMES_MAX + 1)) || fail "$n_alerts death alerts for $deaths deaths (want at most $((NAMES_MAX + 1)))"
 folded=$(jq '[.alerts[] | select(.key == "nas/*")][0].count // 0' "$TMP/alerts.json")
-((folded >= 50)) || fail "the folded alert counts $folded deaths"
+((folded >= 25)) || fail "the folded alert counts $folded deaths"
 jq -e '[.alerts[] | select(.key == "nas/*")][0].summary | test("^nas: [0-9]+ processes of [0-9]+ names died since")' \
     "$TMP/alerts.json" >/dev/null || fail "folded summary: $(jq -c '[.alerts[] | select(.key == "nas/*")]' "$TMP/alerts.json")"
 [[ -f $HOOK ]] || fail "nothing delivered"
