@@ -66,16 +66,36 @@ pub fn analyze_with_detail(
     opts: &Options,
     detail: Option<&Detail<'_>>,
 ) -> Analysis {
+    analyze_led_by(hosts, opts, detail, None)
+}
+
+/// [`analyze_with_detail`] whose top-level verdict (`bottleneck`, `flow`, the hosts' figures)
+/// is that of copy number `lead` (`report --copy N`; None or a number not in the window: the
+/// newest copy's). Without a copy in the window it is the whole window's.
+pub fn analyze_led_by(
+    hosts: &[HostData],
+    opts: &Options,
+    detail: Option<&Detail<'_>>,
+    lead: Option<usize>,
+) -> Analysis {
     let hosts = events_in_time_order(hosts);
     let hosts = &hosts[..];
     // Judged on the smoothed series (rates over a few seconds, see `series::smooth`); the raw
     // one gives the sample counts and each death's context.
-    let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
-    let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
-    let found = verdict::flow::find_flow(&series);
-    let mut per_host = per_host(hosts, &raw, &series, found.active);
-    let judged = judge(hosts, &series, &mut per_host, found);
+    let Judgement {
+        raw,
+        series,
+        mut per_host,
+        mut judged,
+    } = judge_window(hosts);
     let (from, to) = window(hosts, opts);
+    let led = copies(hosts, &raw, opts, lead);
+    if let Some(l) = led.lead {
+        lead_the_report(&mut per_host, &mut judged, l);
+    }
+    if !led.copies.is_empty() {
+        judged.carriers = led.carriers;
+    }
     let long = opts.step_ms.is_some();
     let (events, event_groups) = events_and_groups(hosts, long);
     let flow_ctx = crate::events::routine::FlowCtx {
@@ -114,6 +134,8 @@ pub fn analyze_with_detail(
         transfers,
         stalls,
         event_groups,
+        copies: led.copies,
+        lead_copy: led.number,
     };
     Analysis {
         raw,
@@ -122,6 +144,99 @@ pub fn analyze_with_detail(
         candidates: per_host.candidates,
         report,
     }
+}
+
+/// One window's verdict from its samples alone: the series, each host's figures and
+/// candidates, the flow and the wall.
+struct Judgement {
+    raw: Vec<HostSeries>,
+    series: Vec<HostSeries>,
+    per_host: PerHost,
+    judged: Judged,
+}
+
+fn judge_window(hosts: &[HostData]) -> Judgement {
+    let raw: Vec<HostSeries> = hosts.iter().map(series::build).collect();
+    let series: Vec<HostSeries> = raw.iter().map(series::smooth).collect();
+    let found = verdict::flow::find_flow(&series);
+    let mut per_host = per_host(hosts, &raw, &series, found.active);
+    let judged = judge(hosts, &series, &mut per_host, found);
+    Judgement {
+        raw,
+        series,
+        per_host,
+        judged,
+    }
+}
+
+/// The copies of the window, each judged on its own samples, and the one that leads.
+struct Copies {
+    copies: Vec<crate::report::CopyOut>,
+    /// The leading copy's judgement (number `lead`, else the newest).
+    lead: Option<Judgement>,
+    number: Option<usize>,
+    /// The processes (host, pid) that carried any of them.
+    carriers: Vec<(String, u32)>,
+}
+
+fn copies(hosts: &[HostData], raw: &[HostSeries], opts: &Options, lead: Option<usize>) -> Copies {
+    let spans = crate::copies::spans(raw);
+    let n = spans.len();
+    let lead = lead.filter(|l| (1..=n).contains(l)).unwrap_or(n);
+    let mut out = Copies {
+        copies: Vec::with_capacity(n),
+        lead: None,
+        number: (n > 0).then_some(lead),
+        carriers: Vec::new(),
+    };
+    for (k, span) in spans.into_iter().enumerate() {
+        let j = judge_window(&crate::copies::slice(hosts, span));
+        let jd = &j.judged;
+        let mut c = crate::copies::out(
+            k + 1,
+            span,
+            opts.from_ms,
+            &j.raw,
+            jd.flow.as_ref(),
+            &jd.bottleneck,
+            &jd.carriers,
+        );
+        c.wall = crate::text::wall_words(&c.bottleneck, c.flow.as_ref());
+        out.carriers.extend(j.judged.carriers.iter().cloned());
+        out.copies.push(c);
+        if k + 1 == lead {
+            out.lead = Some(j);
+        }
+    }
+    out.carriers.sort();
+    out.carriers.dedup();
+    out
+}
+
+/// The report's verdict and hosts' figures become the leading copy's; each host keeps the
+/// window's sample count and clock.
+fn lead_the_report(per_host: &mut PerHost, judged: &mut Judged, lead: Judgement) {
+    let Judgement {
+        raw,
+        per_host: l,
+        judged: lj,
+        ..
+    } = lead;
+    for ((sum, lsum), r) in per_host.summaries.iter_mut().zip(l.summaries).zip(&raw) {
+        if r.points.is_empty() {
+            continue;
+        }
+        *sum = crate::report::HostSummary {
+            samples: sum.samples,
+            clock_offset_ms: sum.clock_offset_ms,
+            clock_offset_precision_ms: sum.clock_offset_precision_ms,
+            ..lsum
+        };
+    }
+    per_host.candidates = l.candidates;
+    judged.flow = lj.flow;
+    judged.active = lj.active;
+    judged.bottleneck = lj.bottleneck;
 }
 
 /// Events in time order (`HostData::events_between` bisects): a copy of the hosts whose

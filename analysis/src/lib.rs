@@ -11,6 +11,7 @@
 //!   ([`limit`]), the decision; `summary` gives each host's figures, `advice` the concrete fixes.
 //! - `events`: `events[]`, their groups over a long window, restart patterns and the context
 //!   of each death, with [`exits`] (how a process ended) and [`conns`] (its connections).
+//! - [`copies`]: a window's copies, each judged on its own samples by the pipeline.
 //! - [`series`] (rates from deltas), [`transfers`] (the files a copy is on), [`rates`] (the live
 //!   views' per-sample figures), [`stats`], [`time`], and `vocab`: the words all of them share
 //!   (resources, candidates, the flow, units and formatters).
@@ -19,6 +20,7 @@
 pub(crate) mod advice;
 pub mod analyze;
 pub mod conns;
+pub mod copies;
 pub(crate) mod events;
 pub mod exits;
 pub mod html;
@@ -36,6 +38,6 @@ pub(crate) mod vocab;
 
 pub use verdict::limit;
 
-pub use analyze::{Analysis, Detail, Options, analyze, analyze_with_detail, build};
+pub use analyze::{Analysis, Detail, Options, analyze, analyze_led_by, analyze_with_detail, build};
 pub use input::{ClockOffset, GapInfo, HostData, Instance, TimedEvent, TimedSample};
 pub use report::{REFUSED_PREFIX, Report, is_refusal};

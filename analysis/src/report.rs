@@ -33,6 +33,12 @@ pub struct Report {
     /// first and last [`GROUP_KEEP_ENDS`] of each group. Empty over a short window, where
     /// `events` lists every event.
     pub event_groups: Vec<EventGroup>,
+    /// The copies of the window, by start time, each with its own verdict
+    /// (found and judged by `crate::copies`); `bottleneck` and `flow` above are those of `lead_copy`.
+    pub copies: Vec<CopyOut>,
+    /// The number of the copy whose verdict leads (`bottleneck`, `flow`, the hosts' figures):
+    /// the newest unless asked (`report --copy N`); null without a copy.
+    pub lead_copy: Option<usize>,
 }
 
 impl Report {
@@ -44,6 +50,50 @@ impl Report {
             self.event_groups.iter().map(|g| g.count).sum()
         }
     }
+}
+
+/// One copy in the window (`report --json`'s `copies[]`, docs/report-json.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct CopyOut {
+    /// 1, 2, ... by start time within the window (over the whole store without
+    /// `--since`/`--until`).
+    pub number: usize,
+    pub start: String,
+    pub end: String,
+    /// From its first second above the floor to its last, s.
+    pub seconds: f64,
+    /// Bytes the flow carried over the copy (its measured NIC), 10^6 = 1 MB.
+    pub bytes: f64,
+    pub mb_s: CopyRate,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// The processes whose connections carried it (host, pid, name), as the flow's
+    /// connections show them.
+    pub processes: Vec<CopyProcess>,
+    /// The copy's own verdict, from its own samples only: the same object as the report's.
+    pub bottleneck: Bottleneck,
+    pub flow: Option<Flow>,
+    /// The window's start cuts it: it was already above the floor at the window's first
+    /// sample, so its verdict is of the part inside the window only.
+    pub started_before_window: bool,
+    /// The wall in a few words, as the Copies table says it.
+    pub wall: String,
+}
+
+/// A copy's rates, MB/s: sustained (median over its active seconds), mean and peak (best 10 s).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CopyRate {
+    pub sustained: f64,
+    pub mean: f64,
+    pub peak: f64,
+}
+
+/// A process whose connection carried a copy.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CopyProcess {
+    pub host: String,
+    pub pid: u32,
+    pub name: String,
 }
 
 /// The bottleneck object of the report (contract in DESIGN.md).

@@ -8,45 +8,88 @@ use crate::verdict::{Resource, pct};
 /// The verdict in one sentence, as the report's first line says it ("Verdict: the wall is on dst:
 /// one thread of `synoreplicad` at 96% of a core.").
 pub fn verdict_line(r: &Report) -> String {
-    let b = &r.bottleneck;
-    if let Some(w) = crate::verdict::limit::verdict_words(b, r.flow.as_ref()) {
+    verdict_line_of(&r.bottleneck, r.flow.as_ref())
+}
+
+/// [`verdict_line`] of one verdict (a copy's).
+pub fn verdict_line_of(b: &crate::report::Bottleneck, flow: Option<&crate::vocab::Flow>) -> String {
+    if let Some(w) = crate::verdict::limit::verdict_words(b, flow) {
         return format!("Verdict: {w}.");
     }
+    match wall_what(b) {
+        None => "Verdict: no wall found on the observed hosts.".to_string(),
+        Some(what) => format!(
+            "Verdict: the wall is on {}: {what}.",
+            b.host.as_deref().unwrap_or("?")
+        ),
+    }
+}
+
+/// What the wall on its host is, with its figure ("one thread of `dropbear` at 97% of a
+/// core", "disk sdb at 99% util"); None for no wall.
+fn wall_what(b: &crate::report::Bottleneck) -> Option<String> {
+    Some(match b.resource {
+        Resource::None => return None,
+        Resource::CpuThread => format!(
+            "{} `{}` at {} of a core",
+            match &b.thread {
+                Some(t) => format!("thread `{t}` of"),
+                None => "one thread of".into(),
+            },
+            b.process.as_deref().unwrap_or("?"),
+            pct(b.utilization)
+        ),
+        Resource::CpuAll => format!("all cores at {} busy", pct(b.utilization)),
+        Resource::Disk => format!(
+            "disk {} at {} util",
+            b.device.as_deref().unwrap_or("?"),
+            pct(b.utilization)
+        ),
+        Resource::Nic => format!(
+            "NIC {} at {} of {}",
+            b.device.as_deref().unwrap_or("?"),
+            pct(b.utilization),
+            nic_ceiling(b)
+        ),
+        Resource::Memory => "memory: the host is swapping".to_string(),
+        // Said by limit::verdict_words.
+        Resource::App | Resource::Network => "the flow is held back there".to_string(),
+    })
+}
+
+/// The wall in a few words, without its figure, as the summary by wall groups copies
+/// ("one thread of `dropbear` on nas1", "disk sdb of nas2", "the receiver `rsync` on dst").
+pub fn wall_name(b: &crate::report::Bottleneck, flow: Option<&crate::vocab::Flow>) -> String {
+    let host = b.host.as_deref().unwrap_or("?");
+    let dev = b.device.as_deref().unwrap_or("?");
+    let proc = b.process.as_deref().unwrap_or("?");
     match b.resource {
-        Resource::None => "Verdict: no wall found on the observed hosts.".to_string(),
-        res => {
-            let what = match res {
-                Resource::CpuThread => format!(
-                    "{} `{}` at {} of a core",
-                    match &b.thread {
-                        Some(t) => format!("thread `{t}` of"),
-                        None => "one thread of".into(),
-                    },
-                    b.process.as_deref().unwrap_or("?"),
-                    pct(b.utilization)
-                ),
-                Resource::CpuAll => format!("all cores at {} busy", pct(b.utilization)),
-                Resource::Disk => format!(
-                    "disk {} at {} util",
-                    b.device.as_deref().unwrap_or("?"),
-                    pct(b.utilization)
-                ),
-                Resource::Nic => format!(
-                    "NIC {} at {} of {}",
-                    b.device.as_deref().unwrap_or("?"),
-                    pct(b.utilization),
-                    nic_ceiling(b)
-                ),
-                Resource::Memory => "memory: the host is swapping".to_string(),
-                // Said by limit::verdict_words above.
-                Resource::App | Resource::Network => "the flow is held back there".to_string(),
-                Resource::None => unreachable!("handled above"),
-            };
-            format!(
-                "Verdict: the wall is on {}: {what}.",
-                b.host.as_deref().unwrap_or("?")
-            )
-        }
+        Resource::None => "no wall found".into(),
+        Resource::CpuThread => match &b.thread {
+            Some(t) => format!("thread `{t}` of `{proc}` on {host}"),
+            None => format!("one thread of `{proc}` on {host}"),
+        },
+        Resource::CpuAll => format!("all cores of {host}"),
+        Resource::Disk => format!("disk {dev} of {host}"),
+        Resource::Nic => format!("NIC {dev} of {host}"),
+        Resource::Memory => format!("memory of {host} (swapping)"),
+        Resource::App => match flow.map(|f| f.limited_by) {
+            Some(crate::vocab::LimitedBy::Receiver) => format!("the receiver `{proc}` on {host}"),
+            _ => format!("the sender `{proc}` on {host}"),
+        },
+        Resource::Network => format!("the network from {host}"),
+    }
+}
+
+/// The wall in a few words with its figure, as the Copies table says it.
+pub fn wall_words(b: &crate::report::Bottleneck, flow: Option<&crate::vocab::Flow>) -> String {
+    let name = wall_name(b, flow);
+    match b.resource {
+        Resource::CpuThread => format!("{name} at {} of a core", pct(b.utilization)),
+        Resource::CpuAll => format!("{name} at {} busy", pct(b.utilization)),
+        Resource::Disk => format!("{name} at {} util", pct(b.utilization)),
+        Resource::Nic => format!("{name} at {} of {}", pct(b.utilization), nic_ceiling(b)),
+        _ => name,
     }
 }
 
@@ -67,16 +110,9 @@ pub(crate) fn nic_ceiling(b: &crate::report::Bottleneck) -> &'static str {
     }
 }
 
-/// The report as text for a terminal.
-pub fn render(r: &Report) -> String {
-    let mut o = String::new();
-    let b = &r.bottleneck;
-    let _ = writeln!(
-        o,
-        "Window {} .. {} ({} s)\n",
-        r.window.from, r.window.to, r.window.seconds
-    );
-    let _ = writeln!(o, "{}", verdict_line(r));
+/// The verdict line, its evidence, what would not help and what was ruled out.
+fn verdict_block(o: &mut String, b: &crate::report::Bottleneck, flow: Option<&crate::vocab::Flow>) {
+    let _ = writeln!(o, "{}", verdict_line_of(b, flow));
     // The evidence carries the ruled-out sentences too (for JSON readers): print them apart.
     for e in b.evidence.iter().filter(|e| !b.ruled_out.contains(e)) {
         let _ = writeln!(o, "  - {e}");
@@ -93,6 +129,142 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o, "  - {e}");
         }
     }
+}
+
+/// One copy in a line: "copy 3 of 3: 2025-11-30T00:02:00Z, 1 min 35 s, nas1 -> nas2, 11.2 MB/s".
+fn copy_head(c: &crate::report::CopyOut, of: usize) -> String {
+    format!(
+        "copy {} of {of}: {}, {}, {} -> {}, {:.1} MB/s{}",
+        c.number,
+        c.start,
+        crate::time::dur(c.seconds),
+        c.from.as_deref().unwrap_or("?"),
+        c.to.as_deref().unwrap_or("?"),
+        c.mb_s.sustained,
+        if c.started_before_window {
+            " (started before the window: its first seconds are not in it; widen --since to judge it whole)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Which copy the verdict below is of, when the window holds more than one or cuts it.
+fn lead_copy(o: &mut String, r: &Report) {
+    let Some(c) = r.lead_copy.and_then(|n| r.copies.get(n - 1)) else {
+        return;
+    };
+    if r.copies.len() < 2 && !c.started_before_window {
+        return;
+    }
+    let newest = if c.number == r.copies.len() {
+        " (the newest)"
+    } else {
+        ""
+    };
+    let _ = writeln!(o, "{}{newest}", upper_first(&copy_head(c, r.copies.len())));
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// The Copies table, one line per copy, newest last, then a summary by wall (when the window
+/// holds more than one copy).
+fn copies_table(o: &mut String, r: &Report) {
+    if r.copies.len() < 2 {
+        return;
+    }
+    let _ = writeln!(o, "\nCopies ({}, newest last):", r.copies.len());
+    let _ = writeln!(
+        o,
+        "  {:>3}  {:<20} {:>12}  {:<24} {:>8}  wall",
+        "#", "start", "duration", "from -> to", "MB/s"
+    );
+    for c in &r.copies {
+        let _ = writeln!(
+            o,
+            "  {:>3}  {:<20} {:>12}  {:<24} {:>8.1}  {}{}",
+            c.number,
+            c.start,
+            crate::time::dur(c.seconds),
+            format!(
+                "{} -> {}",
+                c.from.as_deref().unwrap_or("?"),
+                c.to.as_deref().unwrap_or("?")
+            ),
+            c.mb_s.sustained,
+            c.wall,
+            if c.started_before_window {
+                " (started before the window)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(o, "  {}", by_wall(&r.copies));
+}
+
+/// "14 copies: 12 walled by one thread of `dropbear` on nas1 at 11-13 MB/s,
+/// 2025-11-30T00:01:00Z..2025-11-30T03:00:00Z; 2 by disk sdb of nas2 at 80 MB/s, ..".
+pub fn by_wall(copies: &[crate::report::CopyOut]) -> String {
+    let mut groups: Vec<(String, Vec<&crate::report::CopyOut>)> = Vec::new();
+    for c in copies {
+        let name = wall_name(&c.bottleneck, c.flow.as_ref());
+        match groups.iter_mut().find(|g| g.0 == name) {
+            Some(g) => g.1.push(c),
+            None => groups.push((name, vec![c])),
+        }
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+    let parts: Vec<String> = groups
+        .iter()
+        .enumerate()
+        .map(|(k, (name, cs))| {
+            let lo = cs.iter().map(|c| c.mb_s.sustained).fold(f64::MAX, f64::min);
+            let hi = cs.iter().map(|c| c.mb_s.sustained).fold(0.0, f64::max);
+            let rate = if format!("{lo:.0}") == format!("{hi:.0}") {
+                format!("{hi:.0} MB/s")
+            } else {
+                format!("{lo:.0}-{hi:.0} MB/s")
+            };
+            let when = match (cs.first(), cs.last()) {
+                (Some(a), Some(b)) if cs.len() > 1 => format!("{}..{}", a.start, b.end),
+                (Some(a), _) => a.start.clone(),
+                _ => String::new(),
+            };
+            let walled = if k == 0 { "walled by " } else { "by " };
+            format!("{} {walled}{name} at {rate}, {when}", cs.len())
+        })
+        .collect();
+    format!("{} copies: {}", copies.len(), parts.join("; "))
+}
+
+/// Every copy's full verdict, in order (`report --copy all`).
+pub fn render_copies(r: &Report) -> String {
+    let mut o = String::new();
+    for c in &r.copies {
+        let _ = writeln!(o, "\n{}", upper_first(&copy_head(c, r.copies.len())));
+        verdict_block(&mut o, &c.bottleneck, c.flow.as_ref());
+    }
+    o
+}
+
+/// The report as text for a terminal.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let b = &r.bottleneck;
+    let _ = writeln!(
+        o,
+        "Window {} .. {} ({} s)\n",
+        r.window.from, r.window.to, r.window.seconds
+    );
+    lead_copy(&mut o, r);
+    verdict_block(&mut o, b, r.flow.as_ref());
+    copies_table(&mut o, r);
     patterns(&mut o, r);
     event_groups(&mut o, r);
     for p in &r.progress {

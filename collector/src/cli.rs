@@ -12,6 +12,32 @@ use clap::{Args, Parser, Subcommand};
 pub(crate) use crate::units::parse_size;
 pub use crate::units::{parse_duration, parse_since};
 
+/// `report --copy`: which copy's verdict leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CopyPick {
+    /// The newest copy's (the default).
+    #[default]
+    Latest,
+    /// Copy number N of the window (1 = the first by start time).
+    Number(usize),
+    /// The newest leads; every copy's full verdict follows.
+    All,
+}
+
+/// `--copy N|latest|all`.
+pub fn parse_copy(s: &str) -> Result<CopyPick, String> {
+    match s.trim() {
+        "latest" => Ok(CopyPick::Latest),
+        "all" => Ok(CopyPick::All),
+        n => match n.parse::<usize>() {
+            Ok(k) if k >= 1 => Ok(CopyPick::Number(k)),
+            _ => Err(format!(
+                "bad --copy {s:?}: a copy number (1, 2, ... as the Copies table lists them), latest or all"
+            )),
+        },
+    }
+}
+
 /// Exit codes, fixed so scripts and tests can rely on them.
 pub mod exit {
     pub const OK: i32 = 0;
@@ -210,6 +236,13 @@ pub enum Command {
         /// 18:00, today 06:00) [default: everything stored]
         #[arg(long, value_name = "DUR|TIME", value_parser = parse_since)]
         since: Option<Duration>,
+        /// The window ends DUR ago (30m), or at a time, UTC (as --since) [default: now]
+        #[arg(long, value_name = "DUR|TIME", value_parser = parse_since)]
+        until: Option<Duration>,
+        /// Whose verdict leads: copy N of the Copies table, the newest (latest), or every
+        /// copy's full verdict after the report (all)
+        #[arg(long, value_name = "N|latest|all", value_parser = parse_copy, default_value = "latest")]
+        copy: CopyPick,
         /// One JSON object on stdout (fields: docs/report-json.md)
         #[arg(long)]
         json: bool,

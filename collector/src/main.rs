@@ -104,6 +104,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Report {
             since,
+            until,
+            copy,
             json,
             expect,
             html,
@@ -112,6 +114,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             c,
             &nasprobe::cmd::report::ReportArgs {
                 since,
+                until,
+                copy,
                 json,
                 expect_bytes: expect,
                 html,

@@ -11,7 +11,6 @@ pub(crate) mod connections;
 pub(crate) mod decide;
 pub(crate) mod flow;
 pub mod limit;
-pub(crate) mod starved;
 pub(crate) mod walls;
 
 pub use crate::report::Bottleneck;

@@ -53,7 +53,7 @@ fn golden_dir() -> PathBuf {
 
 /// Every host of built-in `name`, sampled once a second for [`seconds`] by the agent's sampler
 /// over the trees testkit writes.
-fn sample_builtin(name: &str) -> Vec<HostData> {
+pub(crate) fn sample_builtin(name: &str) -> Vec<HostData> {
     static RUN: AtomicUsize = AtomicUsize::new(0);
     let scn = builtins::builtin(name, &BuiltinOptions::default()).expect("a built-in scenario");
     let dir = scratch().join(format!(

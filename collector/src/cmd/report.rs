@@ -12,15 +12,20 @@ use anyhow::Context as _;
 use nasprobe_analysis::{Analysis, HostData};
 use serde_json::json;
 
+use crate::cli::CopyPick;
 use crate::context::Context;
 use crate::output;
 use crate::store::rollup;
-use crate::store::window::{load, load_only, resolution, window};
+use crate::store::window::{load, load_only, resolution, window_until};
 
 /// What `nasprobe report` was asked for.
 #[derive(Debug, Clone, Default)]
 pub struct ReportArgs {
     pub since: Option<Duration>,
+    /// `--until`: the window ends this long ago (None: now).
+    pub until: Option<Duration>,
+    /// `--copy`: whose verdict leads.
+    pub copy: crate::cli::CopyPick,
     pub json: bool,
     pub expect_bytes: Option<u64>,
     pub html: Option<std::path::PathBuf>,
@@ -56,10 +61,32 @@ fn write_html(path: &Path, hosts: &[HostData], analysis: &Analysis) -> anyhow::R
 /// (with `--json` as well: the JSON too).
 pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
     let store = c.open_store_read()?;
-    let (hosts, analysis) = load_only(&store, a.since, a.expect_bytes, &a.hosts)?;
-    let (from, to) = window(a.since);
+    let (from, to) = window_until(a.since, a.until);
+    if let (Some(f), Some(t)) = (from, to) {
+        anyhow::ensure!(
+            f <= t,
+            "--until is before --since: the window would be empty"
+        );
+    }
+    let lead = match a.copy {
+        CopyPick::Number(n) => Some(n),
+        CopyPick::Latest | CopyPick::All => None,
+    };
+    let (hosts, analysis) = load_only(&store, (from, to), a.expect_bytes, &a.hosts, lead)?;
     let step = resolution(&store, from, to)?;
     let report = &analysis.report;
+    if let Some(n) = lead {
+        let k = report.copies.len();
+        anyhow::ensure!(
+            report.lead_copy == Some(n),
+            "no copy {n} in the window: {}",
+            if k == 0 {
+                "it holds no copy".to_string()
+            } else {
+                format!("it holds copies 1..{k} (see the Copies table of `nasprobe report`)")
+            }
+        );
+    }
     let mut out = output::stdout();
     if let Some(path) = &a.html {
         write_html(path, &hosts, &analysis)?;
@@ -100,6 +127,9 @@ pub fn run(c: &Context, a: &ReportArgs) -> anyhow::Result<()> {
             out.line(&format!("nothing stored in {}", store.path().display()))?;
         } else {
             out.text(&nasprobe_analysis::text::render(report))?;
+            if a.copy == CopyPick::All {
+                out.text(&nasprobe_analysis::text::render_copies(report))?;
+            }
             out.text(&crate::alerts::listing::text_lines(&alerts))?;
             if let Some(step) = step {
                 out.line(&format!("Resolution: {}", resolution_note(step)))?;

@@ -17,12 +17,21 @@ use super::rollup;
 
 /// The window `[from, to]` of `--since DUR` (None: everything stored).
 pub(crate) fn window(since: Option<Duration>) -> (Option<u64>, Option<u64>) {
-    match since {
-        Some(d) => {
-            let now = now_ms();
-            (Some(now.saturating_sub(d.as_millis() as u64)), Some(now))
-        }
-        None => (None, None),
+    window_until(since, None)
+}
+
+/// The window `[from, to]` of `--since DUR` and `--until DUR` (both ago from now; None: from
+/// the first record, up to now or the last record).
+pub(crate) fn window_until(
+    since: Option<Duration>,
+    until: Option<Duration>,
+) -> (Option<u64>, Option<u64>) {
+    let now = now_ms();
+    let ago = |d: Duration| now.saturating_sub(d.as_millis() as u64);
+    match (since, until) {
+        (Some(s), u) => (Some(ago(s)), Some(u.map_or(now, ago))),
+        (None, Some(u)) => (None, Some(ago(u))),
+        (None, None) => (None, None),
     }
 }
 
@@ -36,17 +45,18 @@ pub fn load(
     load_between(store, from, to, expect_bytes)
 }
 
-/// [`load`] of only the hosts named in `only` (all when empty); a name with nothing stored in
-/// the window is an error naming the hosts there are.
+/// [`load`] over `[from, to]` of only the hosts named in `only` (all when empty), its verdict
+/// led by copy number `lead` (None: the newest); a name with nothing stored in the window is
+/// an error naming the hosts there are.
 pub fn load_only(
     store: &StoreReader,
-    since: Option<Duration>,
+    (from, to): (Option<u64>, Option<u64>),
     expect_bytes: Option<u64>,
     only: &[String],
+    lead: Option<usize>,
 ) -> anyhow::Result<(Vec<HostData>, Analysis)> {
-    let (from, to) = window(since);
     ensure_hosts_stored(store, from, only)?;
-    load_between_of(store, from, to, expect_bytes, only)
+    load_between_of(store, from, to, expect_bytes, only, lead)
 }
 
 /// Every host of `hosts` has data in the store from `from_ms` on; else the error names the hosts
@@ -82,7 +92,7 @@ pub fn load_between(
     to: Option<u64>,
     expect_bytes: Option<u64>,
 ) -> anyhow::Result<(Vec<HostData>, Analysis)> {
-    load_between_of(store, from, to, expect_bytes, &[])
+    load_between_of(store, from, to, expect_bytes, &[], None)
 }
 
 /// [`load_between`] of the hosts named in `only` (all when empty).
@@ -92,6 +102,7 @@ fn load_between_of(
     mut to: Option<u64>,
     expect_bytes: Option<u64>,
     only: &[String],
+    lead: Option<usize>,
 ) -> anyhow::Result<(Vec<HostData>, Analysis)> {
     let step = resolution(store, from, to)?;
     let mut hosts: Vec<HostData> = store.load_window_at(from, to, step)?;
@@ -110,7 +121,7 @@ fn load_between_of(
         let raw = store.load_window_at(Some(a), Some(b), None).ok()?;
         raw.into_iter().find(|h| &h.name == name)
     };
-    let analysis = nasprobe_analysis::analyze_with_detail(
+    let analysis = nasprobe_analysis::analyze_led_by(
         &hosts,
         &Options {
             from_ms: from,
@@ -119,6 +130,7 @@ fn load_between_of(
             step_ms: step,
         },
         step.map(|_| &detail as &nasprobe_analysis::Detail<'_>),
+        lead,
     );
     let mut analysis = analysis;
     if step.is_some() {
