@@ -5,6 +5,14 @@
 //! adds the host to the host list. Running it again changes nothing that is right (or upgrades);
 //! `--uninstall` removes it all. Each failure is one line: the step, what happened, the remedy.
 //! The shell run on the NAS is in targets/deploy/ (probe, install, uninstall).
+//!
+//! The destination is resolved the way ssh does (`ssh -G`: a `Host` alias's HostName), the agent
+//! is checked from here before the host list gets its entry, and the boot line says what the
+//! install really enabled. The NAS is not trusted (issue 39): its answers are bounded
+//! (`ssh::MAX_ANSWER_BYTES`, a deadline per step), sanitized before printing, its token checked
+//! before it is written; the prefix is normalised and refused when it is a system folder
+//! ([`SYSTEM_DIRS`]); the init script, agent.conf and the systemd unit are rendered here, every
+//! value quoted for the shell (or systemd) that reads it, or refused.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -19,13 +27,98 @@ use crate::cli::{DeployFlags, Family};
 use crate::context::Context;
 use crate::hosts::{HostSpec, parse_addr};
 use crate::output;
-use crate::ssh::{Remote, quote};
+use crate::ssh::{Remote, check_dest, quote};
 
 const PROBE: &str = include_str!("../../../targets/deploy/probe.sh");
 const INSTALL: &str = include_str!("../../../targets/deploy/install.sh");
 const UNINSTALL: &str = include_str!("../../../targets/deploy/uninstall.sh");
 const SYSV_INIT: &str = include_str!("../../../targets/sysv/nasprobe-agent");
 const SYSTEMD_UNIT: &str = include_str!("../../../targets/systemd/nasprobe-agent.service");
+
+/// Folders `--prefix` may never be (uninstall removes the prefix with `rm -rf`, install makes it
+/// mode 0700): the system's own and the data volumes' roots. A prefix is also at least two
+/// levels deep, so `/` and every top-level folder are refused too.
+pub(crate) const SYSTEM_DIRS: &[&str] = &[
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/libexec",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/local/etc",
+    "/usr/local/lib",
+    "/usr/local/sbin",
+    "/usr/local/share",
+    "/usr/local/etc/rc.d",
+    "/usr/sbin",
+    "/usr/share",
+    "/var/lib",
+    "/var/log",
+    "/var/run",
+    "/var/spool",
+    "/etc/init.d",
+    "/etc/systemd",
+    "/etc/systemd/system",
+    "/etc/ssh",
+    "/etc/default",
+    "/run/systemd",
+    "/mnt/HD",
+    "/mnt/HD/HD_a2",
+    "/mnt/HD/HD_b2",
+    "/mnt/HD/HD_a4",
+    "/opt/bin",
+    "/opt/etc",
+    "/opt/lib",
+];
+
+/// The link busybox's rcS runs at boot (`for s in /etc/init.d/S??*`): late, after the network.
+const RCS_LINK: &str = "S99nasprobe-agent";
+
+/// A lexically normalised absolute path: `//`, `.` and `..` resolved (`..` above `/` stays at
+/// `/`), no trailing `/`; control characters refused.
+fn normalise(flag: &str, p: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        p.starts_with('/') && !p.chars().any(char::is_control),
+        "{flag} {:?}: an absolute path without control characters",
+        nasprobe_proto::sanitize::text(p)
+    );
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    Ok(format!("/{}", parts.join("/")))
+}
+
+/// `--prefix`, normalised, when it is a folder deploy may own (and remove).
+fn check_prefix(p: &str) -> anyhow::Result<String> {
+    let n = normalise("--prefix", p)?;
+    let depth = n.matches('/').count();
+    anyhow::ensure!(
+        depth >= 2 && !SYSTEM_DIRS.contains(&n.as_str()),
+        "--prefix {:?} is {n}, {}: pass a folder of its own two levels deep or more, e.g. \
+         /opt/nasprobe (--uninstall removes it whole)",
+        nasprobe_proto::sanitize::text(p),
+        if depth < 2 {
+            "the root or a top-level folder"
+        } else {
+            "a system folder"
+        }
+    );
+    Ok(n)
+}
+
+/// Characters a value may have to be written into the systemd unit unquoted (systemd expands
+/// `$`, `%` and `\\` and splits at spaces and quotes).
+fn unit_safe(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._/:=,+@-".contains(c))
+}
 
 impl Family {
     fn name(self) -> &'static str {
@@ -93,7 +186,7 @@ fn probe(remote: &Remote) -> anyhow::Result<Probe> {
         bail!(
             "{} answered nothing to `uname -m; id -u` ({}): is it a Linux NAS with a POSIX shell?",
             remote.dest,
-            r.stderr
+            nasprobe_proto::sanitize::text(&r.stderr)
         );
     };
     let family = if has("has_synology") {
@@ -126,6 +219,8 @@ struct Plan {
     prefix: String,
     /// `sudo -n ` when the login is not root, else empty.
     sudo: &'static str,
+    /// The folder of the init script.
+    init_dir: String,
     /// The shell variables the NAS-side scripts start from.
     vars: String,
 }
@@ -194,14 +289,11 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
         return uninstall(c, &plan, &token_out, &mut say);
     }
     let binary = agent_binary(a, &p.arch)?;
-    let how = install(a, &plan, &p, &binary)?;
-    say(format!(
-        "{how}; running on port {}, starts at boot ({})",
-        a.port,
-        plan.family.name()
-    ))?;
+    let done = install(a, &plan, &p, &binary)?;
+    say(format!("{}; running on port {}", done.what, a.port))?;
+    say(boot_line(&plan, &done.boot, &a.dest))?;
 
-    // --- token and host list -------------------------------------------------------------------
+    // --- token, check from here, then the host list ---------------------------------------------
     let t = plan.remote.run(
         &format!(
             "{}cat {}",
@@ -213,7 +305,14 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
     if t.code != 0 || t.stdout.trim().is_empty() {
         return Err(remote_failure(&plan, "token", &t.stderr));
     }
-    write_private(&token_out, t.stdout.as_bytes()).map_err(at("token"))?;
+    let token = nasprobe_proto::token::token_from_file(t.stdout.as_bytes()).map_err(|e| {
+        anyhow!(
+            "deploy: token: {}/token on the NAS is no token ({e}); nothing was written here",
+            plan.prefix
+        )
+    })?;
+    check_answer(&plan, a)?;
+    write_private(&token_out, &[token, b"\n"].concat()).map_err(at("token"))?;
     let mut list = c.host_list()?;
     let spec = HostSpec {
         name: plan.name.clone(),
@@ -223,15 +322,55 @@ pub fn run(c: &Context, a: &DeployFlags) -> anyhow::Result<()> {
     say(format!("host list: {spec}"))?;
     list.upsert(spec);
     list.save(&c.hosts_file)?;
-    check_answer(&plan, a.port)?;
     say(format!(
         "{} answers; record with: nasprobe record {}",
         plan.reach, plan.name
     ))
 }
 
+/// The line that says whether the agent starts at the next boot, from the install's `boot=`.
+fn boot_line(plan: &Plan, boot: &str, dest: &str) -> String {
+    let init = format!("{}/{}", plan.init_dir, plan.family.layout().3);
+    let by_hand = format!("add `{init} start` to the NAS's boot script");
+    match boot.split_once(':').unwrap_or((boot, "")) {
+        ("systemd", _) => "starts at boot: systemctl enable nasprobe-agent (done)".into(),
+        ("update-rc.d", _) => "starts at boot: update-rc.d nasprobe-agent defaults (done)".into(),
+        ("chkconfig", _) => "starts at boot: chkconfig --add nasprobe-agent (done)".into(),
+        ("rcS", link) => format!(
+            "starts at boot: {}/{link} -> {} (done), run by busybox's {}/rcS",
+            plan.init_dir,
+            plan.family.layout().3,
+            plan.init_dir
+        ),
+        ("dsm", _) => format!("starts at boot: DSM runs {init} start at boot"),
+        ("none", "wd") => format!(
+            "not started at boot: WD's firmware rebuilds / at each boot and runs no script of \
+             ours; after a reboot run `nasprobe deploy {dest}` again (it only starts the agent)"
+        ),
+        ("none", "initdir") => format!(
+            "not started at boot: --init-dir {} is not a folder this NAS's boot runs; {by_hand}",
+            plan.init_dir
+        ),
+        ("failed", cmd) => {
+            let cmd = match cmd {
+                "update-rc.d" => "update-rc.d nasprobe-agent defaults",
+                "chkconfig" => "chkconfig --add nasprobe-agent",
+                "systemd" => "systemctl enable nasprobe-agent",
+                _ => "ln -s",
+            };
+            format!("not started at boot: `{cmd}` failed on the NAS; run it there to see why")
+        }
+        _ => format!(
+            "not started at boot: this NAS has no update-rc.d, no chkconfig and no {}/rcS \
+             running S?? links; {by_hand}",
+            plan.init_dir
+        ),
+    }
+}
+
 /// Logs in, probes the NAS and works out where everything goes.
 fn plan(a: &DeployFlags) -> anyhow::Result<(Plan, Probe)> {
+    check_dest(&a.dest)?;
     let host = a.dest.rsplit('@').next().unwrap_or(&a.dest).to_string();
     let name = a.name.clone().unwrap_or_else(|| host.clone());
     anyhow::ensure!(
@@ -241,30 +380,66 @@ fn plan(a: &DeployFlags) -> anyhow::Result<(Plan, Probe)> {
                 .all(|ch| ch.is_ascii_alphanumeric() || "._-".contains(ch)),
         "--name {name:?}: use letters, digits, '.', '_' and '-'"
     );
-    let reach = parse_addr(a.reach.as_deref().unwrap_or(&format!("{host}:{}", a.port)))
-        .map_err(|e| anyhow!("--reach: {e}"))?;
+    let given_prefix = a.prefix.as_deref().map(check_prefix).transpose()?;
+    let given_init = a
+        .init_dir
+        .as_deref()
+        .map(|d| normalise("--init-dir", d))
+        .transpose()?;
+    anyhow::ensure!(
+        !a.agent_args.chars().any(char::is_control),
+        "--agent-args: control characters cannot go into an init script"
+    );
     let remote = Remote::new(&a.dest, &a.ssh_opt);
+    // The address ssh connects to (a `Host` alias's HostName), which the collector reaches too.
+    let address = remote
+        .resolve()
+        .map(|r| r.hostname)
+        .filter(|h| !h.starts_with('-') && !h.chars().any(char::is_whitespace))
+        .unwrap_or_else(|| host.clone());
+    let address = if address.contains(':') {
+        format!("[{address}]")
+    } else {
+        address
+    };
+    let reach = parse_addr(
+        a.reach
+            .as_deref()
+            .unwrap_or(&format!("{address}:{}", a.port)),
+    )
+    .map_err(|e| anyhow!("--reach: {e}"))?;
     let p = probe(&remote).map_err(at("ssh"))?;
     let family = a.target.unwrap_or(p.family);
     let (def_prefix, def_init, _, init_name) = family.layout();
-    let prefix = a.prefix.clone().unwrap_or_else(|| def_prefix.to_string());
+    let prefix = given_prefix.unwrap_or_else(|| def_prefix.to_string());
+    let init_dir = given_init.unwrap_or_else(|| def_init.unwrap_or(&prefix).to_string());
     anyhow::ensure!(
-        prefix.starts_with('/') && prefix.trim_end_matches('/').matches('/').count() >= 2
-            || prefix == "/opt/nasprobe",
-        "--prefix {prefix:?}: an absolute path two levels deep (it is removed by --uninstall)"
+        format!("{init_dir}/{init_name}") != format!("{prefix}/nasprobe-agent"),
+        "--init-dir {init_dir}: the init script would overwrite the agent in --prefix; pass \
+         another folder"
     );
-    let init_dir = a
-        .init_dir
-        .clone()
-        .unwrap_or_else(|| def_init.unwrap_or(&prefix).to_string());
+    if family == Family::Systemd {
+        let words = a.agent_args.split_whitespace();
+        if let Some(bad) = std::iter::once(prefix.as_str())
+            .chain(words)
+            .find(|w| !unit_safe(w))
+        {
+            bail!(
+                "deploy: {:?} cannot go into a systemd unit unquoted: use letters, digits and \
+                 ._/:=,+@- in --prefix and --agent-args",
+                nasprobe_proto::sanitize::text(bad)
+            );
+        }
+    }
     if !p.root && !p.sudo {
         bail!(
-            "deploy: permissions: {} is not root and the NAS has no sudo: log in as root              (root@{host}; Synology: an administrator with sudo)",
+            "deploy: permissions: {} is not root and the NAS has no sudo: log in as root \
+             (root@{host}; Synology: an administrator with sudo)",
             a.dest
         );
     }
     let vars = format!(
-        "PREFIX={} INIT_DIR={} INIT_NAME={} TARGET={}\n",
+        "PREFIX={} INIT_DIR={} INIT_NAME={} TARGET={} RCS_LINK={RCS_LINK}\n",
         quote(&prefix),
         quote(&init_dir),
         quote(init_name),
@@ -278,6 +453,7 @@ fn plan(a: &DeployFlags) -> anyhow::Result<(Plan, Probe)> {
         family,
         prefix,
         sudo: if p.root { "" } else { "sudo -n " },
+        init_dir,
         vars,
     };
     Ok((plan, p))
@@ -308,14 +484,65 @@ fn agent_binary(a: &DeployFlags, arch: &str) -> anyhow::Result<Vec<u8>> {
     }
 }
 
-/// Stages the agent and the init script on the NAS, checks the agent's SHA-256 there, runs the
-/// install; what it did, in words.
-fn install(a: &DeployFlags, plan: &Plan, p: &Probe, binary: &[u8]) -> anyhow::Result<String> {
+/// The init script (or unit) and agent.conf for this install, every value quoted for what
+/// reads it: the shell sources agent.conf and runs the init script; systemd reads the unit (its
+/// values were checked by `unit_safe` in `plan`).
+fn render(plan: &Plan, port: u16, agent_args: &str) -> (String, String) {
+    let src = plan.family.layout().2;
+    if plan.family == Family::Systemd {
+        let exec = format!(
+            "0.0.0.0:{port} --name {}{}{}",
+            plan.name,
+            if agent_args.trim().is_empty() {
+                ""
+            } else {
+                " "
+            },
+            agent_args.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        let unit = src
+            .replace("/opt/nasprobe", &plan.prefix)
+            .replace("0.0.0.0:7451", &exec);
+        return (unit, String::new());
+    }
+    let init = src
+        .lines()
+        .map(|l| {
+            if l.starts_with("DIR=") {
+                format!("DIR={}", quote(&plan.prefix))
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let conf = format!(
+        "PORT={port}\nLISTEN=0.0.0.0\nNAME={}\nARGS={}\n",
+        quote(&plan.name),
+        quote(agent_args)
+    );
+    (init, conf)
+}
+
+/// What the install did: its words, and the `boot=` it reported.
+struct Installed {
+    what: String,
+    boot: String,
+}
+
+/// Stages the agent, the init script and agent.conf on the NAS, checks the agent's SHA-256
+/// there, runs the install; what it did, in words.
+fn install(a: &DeployFlags, plan: &Plan, p: &Probe, binary: &[u8]) -> anyhow::Result<Installed> {
     let stage = Stage::make(&plan.remote).map_err(at("staging"))?;
-    let init_src = plan.family.layout().2;
-    let local = LocalFiles::new(&[("agent.bin", binary), ("init.src", init_src.as_bytes())])
-        .map_err(at("staging"))?;
-    for f in ["agent.bin", "init.src"] {
+    let (init, conf) = render(plan, a.port, &a.agent_args);
+    let local = LocalFiles::new(&[
+        ("agent.bin", binary),
+        ("init", init.as_bytes()),
+        ("agent.conf", conf.as_bytes()),
+    ])
+    .map_err(at("staging"))?;
+    for f in ["agent.bin", "init", "agent.conf"] {
         plan.remote
             .copy(&local.dir.join(f), &format!("{}/{f}", stage.path), p.scp)
             .map_err(|e| remote_failure(plan, "copy", &format!("{e:#}")))?;
@@ -335,12 +562,10 @@ fn install(a: &DeployFlags, plan: &Plan, p: &Probe, binary: &[u8]) -> anyhow::Re
         }
     }
     let script = format!(
-        "{}STAGE={} PORT={} NAME={} AGENT_ARGS={}\n{INSTALL}",
+        "{}STAGE={} PORT={}\n{INSTALL}",
         plan.vars,
         quote(&stage.path),
         a.port,
-        quote(&plan.name),
-        quote(&a.agent_args)
     );
     let r = plan
         .remote
@@ -355,18 +580,37 @@ fn install(a: &DeployFlags, plan: &Plan, p: &Probe, binary: &[u8]) -> anyhow::Re
             .map(|v| nasprobe_proto::sanitize::text(&v.replace('_', " ")))
             .unwrap_or_default()
     };
-    Ok(match field("result=").as_str() {
-        "same" => format!("already installed, same version ({})", field("new=")),
-        "upgraded" if field("old=") == field("new=") => {
-            format!("replaced the agent with another build of {}", field("new="))
-        }
-        "upgraded" => format!("upgraded: {} -> {}", field("old="), field("new=")),
-        _ => format!("installed {}", field("new=")),
+    let changed = field("changed=");
+    let changed: Vec<&str> = changed.split(',').filter(|c| !c.is_empty()).collect();
+    let (old, new) = (field("old="), field("new="));
+    let what = if old.is_empty() {
+        format!("installed {new}")
+    } else if changed.contains(&"agent") && old == new {
+        format!("replaced the agent with another build of {new}")
+    } else if changed.contains(&"agent") {
+        format!("upgraded: {old} -> {new}")
+    } else if !changed.is_empty() {
+        let words: Vec<&str> = changed
+            .iter()
+            .map(|c| match *c {
+                "settings" => "settings (agent.conf)",
+                "unit" => "systemd unit",
+                _ => "init script",
+            })
+            .collect();
+        format!("same agent ({new}), new {}: restarted", words.join(" and "))
+    } else {
+        format!("already installed, same version ({new})")
+    };
+    Ok(Installed {
+        what,
+        boot: field("boot="),
     })
 }
 
-/// Whether the agent answers from here, speaking this collector's protocol.
-fn check_answer(plan: &Plan, port: u16) -> anyhow::Result<()> {
+/// Whether the agent answers from here, speaking this collector's protocol; nothing is written
+/// here (token, host list) before it does.
+fn check_answer(plan: &Plan, a: &DeployFlags) -> anyhow::Result<()> {
     let reach = &plan.reach;
     let mut answer = Err(anyhow!("no answer"));
     for _ in 0..10 {
@@ -376,18 +620,55 @@ fn check_answer(plan: &Plan, port: u16) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(300));
     }
+    let kept = format!(
+        "nothing was added here; the agent stays installed on the NAS (remove it: nasprobe \
+         deploy --uninstall {})",
+        a.dest
+    );
     match answer {
         Ok(v) if v == PROTOCOL_VERSION => Ok(()),
         Ok(v) => bail!(
             "deploy: check: {reach} answers with protocol {v}, this collector speaks \
-             {PROTOCOL_VERSION}: another agent holds the port; stop it or pass --port"
+             {PROTOCOL_VERSION}: another agent holds the port; stop it or pass --port; {kept}"
         ),
-        Err(e) => bail!(
-            "deploy: check: the agent runs on {} but {reach} does not answer from here ({e:#}): \
-             a firewall? open TCP port {port} on the NAS, or pass --reach ADDR:PORT",
-            plan.host
-        ),
+        Err(e) => {
+            let cause = match e.downcast_ref::<std::io::Error>() {
+                Some(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+                    "nothing listens on {reach} as seen from here: is {reach} the NAS? pass \
+                     --reach ADDR:PORT"
+                ),
+                Some(io)
+                    if matches!(
+                        io.kind(),
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    format!(
+                        "no answer in 5 s: a firewall? open TCP port {} on the NAS, or pass \
+                         --reach ADDR:PORT",
+                        a.port
+                    )
+                }
+                Some(_) if e.to_string().contains("resolve") || resolves_not(reach) => format!(
+                    "{reach} does not resolve on this machine: pass --reach ADDR:PORT (the \
+                     NAS's address)"
+                ),
+                _ => "pass --reach ADDR:PORT if the NAS is reached another way".to_string(),
+            };
+            bail!(
+                "deploy: check: the agent runs on {} but {reach} does not answer from here \
+                 ({}): {cause}; {kept}",
+                plan.host,
+                nasprobe_proto::sanitize::text(&format!("{e:#}"))
+            )
+        }
     }
+}
+
+/// True when `addr` gives no socket address here (a name this machine cannot resolve).
+fn resolves_not(addr: &str) -> bool {
+    addr.to_socket_addrs()
+        .map_or(true, |mut a| a.next().is_none())
 }
 
 /// The install script's failure (its exit code says which) in one line.
@@ -421,7 +702,8 @@ fn install_failure(plan: &Plan, port: u16, r: &crate::ssh::Ran) -> anyhow::Error
     }
 }
 
-/// Stops the agent and removes what deploy installed, the local token and the host entry.
+/// Stops the agent and removes what deploy installed, the local token and the host entry;
+/// says what it found to remove (or that there was nothing).
 fn uninstall(
     c: &Context,
     plan: &Plan,
@@ -435,19 +717,42 @@ fn uninstall(
     if r.code != 0 {
         return Err(remote_failure(plan, "uninstall", &r.stderr));
     }
+    let removed = r
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("removed="))
+        .unwrap_or("");
+    let mut words: Vec<&str> = removed.split(',').collect();
+    words.dedup();
+    let mut did: Vec<String> = words
+        .into_iter()
+        .filter_map(|w| match w {
+            "stopped" => Some("stopped the agent".to_string()),
+            "boot" => Some("its boot entry".to_string()),
+            "init" => Some(format!("the init script in {}", plan.init_dir)),
+            "prefix" => Some(plan.prefix.clone()),
+            _ => None,
+        })
+        .collect();
     match std::fs::remove_file(token_out) {
-        Ok(()) => {}
+        Ok(()) => did.push(format!("the token here ({})", token_out.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(anyhow!("deploy: uninstall: {}: {e}", token_out.display())),
     }
     let mut list = c.host_list()?;
     if list.remove(&plan.name) {
         list.save(&c.hosts_file)?;
+        did.push(format!("host {} from the host list", plan.name));
     }
-    say(format!(
-        "removed nasprobe-agent from {} (prefix {}), its token here and host {} from the list",
-        plan.remote.dest, plan.prefix, plan.name
-    ))
+    if did.is_empty() {
+        return say(format!(
+            "nothing to remove: no nasprobe-agent at {} on {}, no token here and no host {} in \
+             the list",
+            plan.prefix, plan.remote.dest, plan.name
+        ));
+    }
+    say(format!("removed: {}", did.join(", ")))
 }
 
 /// The protocol version of the agent answering at `addr`: its first frame is a Challenge
@@ -500,7 +805,7 @@ impl<'a> Stage<'a> {
         anyhow::ensure!(
             r.code == 0 && path.starts_with("/tmp/nasprobe-deploy."),
             "cannot make a folder in the NAS's /tmp: {}",
-            r.stderr
+            nasprobe_proto::sanitize::text(&r.stderr)
         );
         Ok(Stage { remote, path })
     }
@@ -539,5 +844,103 @@ impl LocalFiles {
 impl Drop for LocalFiles {
     fn drop(&mut self) {
         std::fs::remove_dir_all(&self.dir).ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_that_resolve_to_system_folders_are_refused() {
+        for bad in [
+            "//etc",
+            "/usr/..",
+            "/volume1/../etc",
+            "/",
+            "/opt",
+            "/usr/local/",
+            "/a/../../usr/./bin",
+            "/mnt/HD/HD_a2",
+            "/etc/init.d//",
+            "relative/path",
+            "/opt/na\nsprobe",
+        ] {
+            assert!(check_prefix(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(check_prefix("/opt/nasprobe/").unwrap(), "/opt/nasprobe");
+        assert_eq!(
+            check_prefix("/volume1//x/./nasprobe").unwrap(),
+            "/volume1/x/nasprobe"
+        );
+        let e = check_prefix("/volume1/../etc").unwrap_err().to_string();
+        assert!(e.contains("is /etc, the root or a top-level folder"), "{e}");
+    }
+
+    fn plan_for(family: Family, prefix: &str) -> Plan {
+        Plan {
+            remote: Remote::new("root@nas1", &[]),
+            host: "nas1".into(),
+            name: "nas1".into(),
+            reach: "192.0.2.1:7451".into(),
+            family,
+            prefix: prefix.into(),
+            sudo: "",
+            init_dir: "/etc/init.d".into(),
+            vars: String::new(),
+        }
+    }
+
+    /// agent.conf and the init script's DIR line, sourced by a real `sh`: a `$(…)` in a value
+    /// stays text (the marker file is never made) and `it's` survives as itself.
+    #[test]
+    fn rendered_values_are_quoted_for_the_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let evil = format!(
+            "$(touch {}) it's `touch {}`",
+            marker.display(),
+            marker.display()
+        );
+        let prefix = format!("/opt/np $(touch {})'", marker.display());
+        let (init, conf) = render(&plan_for(Family::Sysv, &prefix), 7451, &evil);
+        let dir_line = init.lines().find(|l| l.starts_with("DIR=")).unwrap();
+        let file = dir.path().join("vars");
+        std::fs::write(&file, format!("{dir_line}\n{conf}")).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                ". {}; printf '%s\\n%s\\n%s' \"$DIR\" \"$ARGS\" \"$NAME\"",
+                file.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{prefix}\n{evil}\nnas1")
+        );
+        assert!(!marker.exists(), "a value ran as a command");
+        assert_eq!(init.lines().count(), SYSV_INIT.lines().count());
+    }
+
+    #[test]
+    fn the_unit_carries_port_name_and_args() {
+        let (unit, conf) = render(
+            &plan_for(Family::Systemd, "/srv/np"),
+            7460,
+            "--interval 500",
+        );
+        assert!(conf.is_empty());
+        assert!(unit.contains(
+            "ExecStart=/srv/np/nasprobe-agent --listen 0.0.0.0:7460 --name nas1 --interval 500 \
+             --token-file /srv/np/token"
+        ));
+        assert!(!unit.contains("/opt/nasprobe"));
+        assert!(unit_safe("--mount=/volume1") && !unit_safe("$(id)") && !unit_safe("a%b"));
     }
 }

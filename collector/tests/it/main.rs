@@ -5,6 +5,7 @@
 
 mod cli;
 mod client;
+mod deploy_hostile;
 mod events_long;
 mod export_golden;
 mod export_serve;
