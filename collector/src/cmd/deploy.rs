@@ -11,7 +11,7 @@
 //! install really enabled. The NAS is not trusted (issue 39): its answers are bounded
 //! (`ssh::MAX_ANSWER_BYTES`, a deadline per step), sanitized before printing, its token checked
 //! before it is written; the prefix is normalised and refused when it is a system folder
-//! ([`SYSTEM_DIRS`]); the init script, agent.conf and the systemd unit are rendered here, every
+//! (`SYSTEM_DIRS`); the init script, agent.conf and the systemd unit are rendered here, every
 //! value quoted for the shell (or systemd) that reads it, or refused.
 
 use std::io::{Read as _, Write as _};
