@@ -97,6 +97,10 @@ fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidat
     } else {
         frac
     };
+    // Waiting for a CPU while cores idle: held back, not headroom (`starved`).
+    let starved = super::starved::starved_note(s, idx, &k.process, busy)
+        .map(|n| format!("; {n}"))
+        .unwrap_or_default();
     Some(Candidate {
         host: h.clone(),
         resource: Resource::CpuThread,
@@ -108,7 +112,7 @@ fn thread_candidate(s: &HostSeries, idx: &[usize], busy: f64) -> Option<Candidat
         wall: score >= THREAD_WALL,
         lone: proc_cores < LONE_THREAD_CORES,
         sentence: format!(
-            "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while {}",
+            "{h}: {thread_desc} ({}) at {} of a core (median; peak {}) while {}{starved}",
             if t.last_tid != 0 && t.last_tid != t.last_pid {
                 format!("pid {}, tid {}", t.last_pid, t.last_tid)
             } else {

@@ -193,6 +193,9 @@ impl<'a> Field<'a> {
                     app.process.as_deref().unwrap_or("?"),
                     app.host
                 ));
+            } else if super::starved::is_starved(&c.sentence) {
+                // Evidence of a hold on the process, never headroom.
+                out.evidence.push(c.sentence.clone());
             } else if c.resource != Resource::CpuThread || c.utilization > 0.05 {
                 let hr = headroom(c.utilization);
                 out.ruled_out.push(format!("{} — {hr}", c.sentence));

@@ -11,6 +11,7 @@ pub(crate) mod connections;
 pub(crate) mod decide;
 pub(crate) mod flow;
 pub mod limit;
+pub(crate) mod starved;
 pub(crate) mod walls;
 
 pub use crate::report::Bottleneck;
