@@ -98,7 +98,7 @@ impl Context {
         );
         let (s, note) = StoreReader::open_read_only(&self.db)?;
         if let Some(n) = note {
-            eprintln!("nasprobe: {n}");
+            crate::errln!("nasprobe: {n}");
         }
         Ok(s)
     }

@@ -129,6 +129,17 @@ pub(crate) fn is_certificate_error(e: &ureq::Error) -> bool {
     )
 }
 
+/// Of a receiver's answer (an error body, a Location), this many characters are shown.
+pub(crate) const ANSWER_CHARS: usize = 300;
+
+/// A receiver's words (an error body, a header) made safe to print and store: trimmed, cut to
+/// `max` characters, every control, bidi and format character replaced by its visible stand-in
+/// (the one sanitizer, `proto::sanitize`): a receiver is as untrusted as an agent.
+pub(crate) fn answer_text(s: &str, max: usize) -> String {
+    let cut: String = s.trim().chars().take(max).collect();
+    nasprobe_proto::sanitize::text(&cut)
+}
+
 /// For a 3xx answer: where the receiver sends the client, and what to do about it.
 pub(crate) fn redirect_words<B>(resp: &ureq::http::Response<B>) -> Option<String> {
     if !resp.status().is_redirection() {
@@ -139,7 +150,7 @@ pub(crate) fn redirect_words<B>(resp: &ureq::http::Response<B>) -> Option<String
         .get("location")
         .and_then(|l| l.to_str().ok())
         .unwrap_or("nowhere (no Location)");
-    let to: String = to.chars().filter(|c| !c.is_control()).take(300).collect();
+    let to = answer_text(to, ANSWER_CHARS);
     Some(format!(
         "redirects to {to}: give that URL instead (a push does not follow redirects)"
     ))

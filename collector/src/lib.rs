@@ -19,6 +19,8 @@
 //! - `sys`: every `unsafe` (the signal pipe, aligned uncached I/O); denied elsewhere.
 
 #![deny(unsafe_code)]
+// stderr through `errln!` (output::err_text): `eprintln!` panics on a closed pipe.
+#![deny(clippy::print_stderr)]
 
 mod agents;
 pub mod alerts;

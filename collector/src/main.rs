@@ -1,5 +1,7 @@
 //! `nasprobe`: the collector command line. Exit codes: 0 ok, 1 failure, 2 usage.
 
+#![deny(clippy::print_stderr)]
+
 use clap::Parser;
 use nasprobe::cli::{Cli, Command, TestCommand, exit};
 
@@ -25,9 +27,9 @@ fn main() {
         // The reader of stdout went away (`| head`): a normal end, said nowhere.
         Err(e) if nasprobe::output::is_closed_pipe(&e) => exit::OK,
         Err(e) => {
-            eprintln!("nasprobe: {e}");
+            nasprobe::errln!("nasprobe: {e}");
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                nasprobe::errln!("  caused by: {cause}");
             }
             exit::FAILURE
         }

@@ -2,7 +2,9 @@
 //! closed pipe (`nasprobe report | head -1`) ends the program quietly with exit 0 and a full disk
 //! (`> /dev/full`) is a one-line error, never a panic of `println!`; and the wall of a test or
 //! ladder step in words; whether colours are wanted ([`color_wanted`]: `NO_COLOR`); and the
-//! progress and summary lines on stderr that `--quiet` leaves out ([`note`]).
+//! progress and summary lines on stderr that `--quiet` leaves out ([`note`]); every line on
+//! stderr goes through [`err_text`] ([`crate::errln!`]): a closed stderr (`2>&1 | head -1`, a
+//! `tee` gone at Ctrl-C) asks the command to stop as an interrupt does and is never a panic.
 
 use std::io::{self, BufWriter, StdoutLock, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,8 +22,38 @@ pub fn set_quiet(quiet: bool) {
 /// are printed with `eprintln!` whatever `--quiet` says.
 pub fn note(msg: impl std::fmt::Display) {
     if !QUIET.load(Ordering::Relaxed) {
-        eprintln!("nasprobe: {msg}");
+        crate::errln!("nasprobe: {msg}");
     }
+}
+
+/// Set once a write to stderr failed: nothing more is written there.
+static STDERR_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` to stderr, unbuffered, whole or not at all as far as the caller is concerned.
+/// `eprintln!` panics when stderr is a closed pipe (under `panic = "abort"`: SIGABRT, exit 134,
+/// the command's last lines lost); here the first failed write asks the running command to stop
+/// as SIGINT does (the store is closed, the exit code is the interrupted command's) and later
+/// writes are dropped.
+pub fn err_text(text: std::fmt::Arguments<'_>) {
+    if STDERR_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut e = io::stderr().lock();
+    if e.write_fmt(text).and_then(|()| e.flush()).is_err() {
+        STDERR_GONE.store(true, Ordering::Relaxed);
+        crate::signals::request_stop();
+    }
+}
+
+/// `eprintln!` that never panics: a line on stderr through [`err_text`].
+#[macro_export]
+macro_rules! errln {
+    () => {
+        $crate::output::err_text(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::err_text(format_args!("{}\n", format_args!($($arg)*)))
+    };
 }
 
 /// The buffered, locked stdout a command writes to; call [`Out::finish`] at the end so that a

@@ -69,7 +69,7 @@ fn answer(url: &str, r: Result<ureq::http::Response<ureq::Body>, String>) -> Res
         .limit(BODY_LIMIT)
         .read_to_string()
         .unwrap_or_default();
-    let body: String = body.chars().filter(|c| !c.is_control()).take(200).collect();
+    let body = crate::http::answer_text(&body, crate::http::ANSWER_CHARS);
     Err(format!("{url}: HTTP {status} {body}"))
 }
 
@@ -264,5 +264,33 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("127.0.0.1"), "{e}");
         assert_eq!(am_url("http://a:9093/"), "http://a:9093/api/v2/alerts");
+    }
+
+    #[test]
+    fn an_error_body_with_escapes_is_made_safe_by_the_one_sanitizer() {
+        use std::io::{Read as _, Write as _};
+        // A receiver answering 500 with a clear screen, OSC 0, BEL, a C1 CSI and U+202E.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let body = "no \u{1b}[2J\u{1b}]0;t\u{7} \u{9b}1m \u{202e}gpj.exe";
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            c.read(&mut buf).ok();
+            let resp = format!("HTTP/1.1 500 X\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+            c.write_all(resp.as_bytes()).ok();
+        });
+        let e = send(
+            &Client::new(&Default::default()),
+            &Receiver::Webhook(format!("http://{addr}/x")),
+            "{}",
+            0,
+        )
+        .unwrap_err();
+        assert!(e.contains("HTTP 500 no ␛[2J␛]0;t␇ �1m �gpj.exe"), "{e}");
+        assert!(
+            !e.chars().any(|c| matches!(c, '\u{1b}' | '\u{7}' | '\u{9b}' | '\u{202e}')),
+            "{e:?}"
+        );
     }
 }

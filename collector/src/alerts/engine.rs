@@ -307,7 +307,7 @@ impl Engine {
             if let Some(s) = t.send {
                 log::warn!("alert {s}: {} {}", t.row.rule, t.row.summary);
                 if self.cfg.on_stderr {
-                    eprintln!("nasprobe: alert {s}: {}", t.row.summary);
+                    crate::errln!("nasprobe: alert {s}: {}", t.row.summary);
                 }
             }
             if t.row.state == AlertState::Firing {

@@ -179,13 +179,13 @@ pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
     // so that a crash of the engine right after this command loses nothing unnoticed.
     if !st.all_sure() {
         let max = vm::DURABLE_AFTER + vm::EPOCH_CHECK * 2;
-        eprintln!(
+        crate::errln!(
             "nasprobe: waiting up to {}s until the engine surely holds them (interrupting is \
              safe: the next export checks them again)",
             max.as_secs()
         );
         if !vm::wait_sure(&mut store, &pusher, &mut st, max)? {
-            eprintln!("nasprobe: not sure yet; the next export checks them again");
+            crate::errln!("nasprobe: not sure yet; the next export checks them again");
         }
     }
     Ok(())

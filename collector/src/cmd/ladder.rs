@@ -209,18 +209,18 @@ impl Progress {
         let frac = self.done as f64 / self.total.max(1) as f64;
         let width = 30;
         let full = (frac * width as f64).round() as usize;
-        eprint!(
+        crate::output::err_text(format_args!(
             "\r{step:<13} [{}{}] {:>3.0}% {:>7.1} MB/s  {} left   ",
             "#".repeat(full.min(width)),
             " ".repeat(width - full.min(width)),
             frac * 100.0,
             rate / 1e6,
             nasprobe_analysis::time::dur(left)
-        );
+        ));
     }
     fn end(&self) {
         if self.show {
-            eprintln!();
+            crate::errln!();
         }
     }
 }

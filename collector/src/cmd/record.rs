@@ -44,7 +44,7 @@ pub fn run(
     let behind = alerts.behind();
     alerts.finish();
     if behind > 0 {
-        eprintln!("nasprobe: the alert task fell behind {behind} times (storing never waited)");
+        crate::errln!("nasprobe: the alert task fell behind {behind} times (storing never waited)");
     }
     // Push what the last batches stored (the exporters give up after their drain time).
     pushing.finish();
@@ -52,12 +52,12 @@ pub fn run(
     let unstored = live.unstored_report();
     if let Some(u) = &unstored {
         for line in u.lines() {
-            eprintln!("nasprobe: {line}");
+            crate::errln!("nasprobe: {line}");
         }
     }
     for h in live.snapshot() {
         if let Some(b) = &h.bad {
-            eprintln!(
+            crate::errln!(
                 "nasprobe: {} marked bad ({} records rejected): {b}",
                 h.name, h.rejected
             );
@@ -85,7 +85,7 @@ pub fn run(
     for h in live.snapshot() {
         let down = crate::net::outcome::down_for(&h, ran);
         if !down.is_zero() && down.as_secs_f64() >= 0.5 {
-            eprintln!(
+            crate::errln!(
                 "nasprobe: {} unreachable for {:.1} s of {:.1} s{}",
                 h.name,
                 down.as_secs_f64(),

@@ -65,7 +65,7 @@ impl Pushing {
         }
         let mut out = Vec::new();
         for (target, auth) in targets {
-            eprintln!(
+            crate::errln!(
                 "nasprobe: pushing to {} at {} (collector {collector})",
                 kind_name(target.encoding),
                 target.base
@@ -88,7 +88,7 @@ impl Pushing {
         for x in self.0 {
             let (l, url) = (x.live.clone(), x.url.clone());
             x.finish();
-            eprintln!(
+            crate::errln!(
                 "nasprobe: pushed {} samples and {} events ({} points) to {url}{}{}",
                 l.samples.load(Relaxed),
                 l.events.load(Relaxed),

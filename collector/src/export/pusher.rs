@@ -220,7 +220,7 @@ fn read_body(
     Err(PushError::Status {
         url: url.to_string(),
         status,
-        body: body.unwrap_or_default().trim().chars().take(300).collect(),
+        body: crate::http::answer_text(&body.unwrap_or_default(), crate::http::ANSWER_CHARS),
     })
 }
 

@@ -130,24 +130,52 @@ impl Sink for RwBatch {
 }
 
 /// Reads the receiver's credentials (`--remote-write-auth FILE`): one line, `bearer TOKEN` or
-/// `basic USER:PASSWORD`; returns the `Authorization` header's value. The file should be
-/// readable by its owner only (as the token file).
+/// `basic USER:PASSWORD`; returns the `Authorization` header's value. Read once, when the
+/// command starts, so every fault is one error then, not retries later: the file must not be
+/// accessible by group or others (refused naming its mode, as ssh refuses a private key), and
+/// a CR, LF or other control character inside the line (a file saved on Windows, two lines
+/// pasted) is refused naming its byte, since a header cannot carry it.
 pub fn read_auth(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("remote write credentials {}: {e}", path.display()))?;
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
+    let what = || format!("remote write credentials {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", what()))?
+            .permissions()
+            .mode()
+            & 0o777;
+        anyhow::ensure!(
+            mode & 0o077 == 0,
+            "{}: permissions {mode:04o} are too open: it holds a password and must not be \
+             readable by others; fix it with: chmod 600 {}",
+            what(),
+            path.display()
+        );
+    }
+    let line = text.strip_suffix('\n').unwrap_or(&text);
+    if let Some((i, c)) = line.char_indices().find(|&(_, c)| c.is_control() && c != '\t') {
+        let name = match c {
+            '\r' => "a carriage return (CR)".to_string(),
+            '\n' => "a line feed (LF)".to_string(),
+            c => format!("the control character U+{:04X}", c as u32),
+        };
+        anyhow::bail!(
+            "{}: {name} at byte {i}: want one line 'bearer TOKEN' or 'basic USER:PASSWORD' \
+             (saved with Unix line ends)",
+            what()
+        );
+    }
+    let line = line.trim();
     let (kind, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
     match kind.to_ascii_lowercase().as_str() {
         "bearer" if !rest.is_empty() => Ok(format!("Bearer {rest}")),
         "basic" if rest.contains(':') => Ok(format!("Basic {}", base64(rest.as_bytes()))),
         _ => anyhow::bail!(
-            "remote write credentials {}: want one line 'bearer TOKEN' or 'basic USER:PASSWORD'",
-            path.display()
+            "{}: want one line 'bearer TOKEN' or 'basic USER:PASSWORD'",
+            what()
         ),
     }
 }
@@ -301,6 +329,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("auth");
         std::fs::write(&p, "bearer abc.def\n").unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         assert_eq!(read_auth(&p).unwrap(), "Bearer abc.def");
         std::fs::write(&p, "basic Aladdin:open sesame\n").unwrap();
         assert_eq!(read_auth(&p).unwrap(), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");

@@ -309,7 +309,7 @@ pub(crate) fn push_batch(
                 let msg = e.to_string();
                 if st.last_refusal.as_deref() != Some(msg.as_str()) {
                     log::info!("remote write: {msg}; the batch is dropped, not retried");
-                    eprintln!(
+                    crate::errln!(
                         "nasprobe: remote write: {msg}; {points} points dropped (not retried; \
                          counted in 'nasprobe hosts list')"
                     );
@@ -577,7 +577,7 @@ async fn run(
                 let msg = e.to_string();
                 if last_error.as_deref() != Some(msg.as_str()) {
                     log::warn!("export: {msg}; records wait in the store");
-                    eprintln!(
+                    crate::errln!(
                         "nasprobe: export: {msg}; records wait in the store and go when it answers"
                     );
                     last_error = Some(msg);
@@ -595,7 +595,7 @@ async fn run(
                     true => "--remote-write",
                     false => "--push-vm",
                 };
-                eprintln!(
+                crate::errln!(
                     "nasprobe: export to {url}: stopping with records not yet pushed; they wait \
                      in the store ('nasprobe export {cmd} {url}' sends them)"
                 );

@@ -511,7 +511,7 @@ async fn retry_store<T: Send + 'static>(
                     let mut e = live.store_error.lock().unwrap_or_else(|p| p.into_inner());
                     if e.as_deref() != Some(msg.as_str()) {
                         log::error!("{msg}");
-                        eprintln!("nasprobe: {msg}");
+                        crate::errln!("nasprobe: {msg}");
                     }
                     *e = Some(msg);
                 }

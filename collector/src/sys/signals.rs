@@ -132,6 +132,12 @@ pub fn install() {
     }
 }
 
+/// Asks the running command to stop as SIGINT does (stderr was closed under it).
+pub(crate) fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+    wake();
+}
+
 /// True once a stop was asked for.
 pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)

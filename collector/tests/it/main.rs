@@ -14,6 +14,7 @@ mod figures_agree;
 mod full_disk;
 mod hostile_caps;
 mod hostile_wire;
+mod hostile_round3;
 mod https;
 mod reliability_hostile_agent;
 mod report_scenarios;
