@@ -59,7 +59,8 @@ pub fn run(
         if let Some(b) = &h.bad {
             crate::errln!(
                 "nasprobe: {} marked bad ({} records rejected): {b}",
-                h.name, h.rejected
+                h.name,
+                h.rejected
             );
         }
     }

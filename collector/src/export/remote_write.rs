@@ -155,7 +155,10 @@ pub fn read_auth(path: &Path) -> anyhow::Result<String> {
         );
     }
     let line = text.strip_suffix('\n').unwrap_or(&text);
-    if let Some((i, c)) = line.char_indices().find(|&(_, c)| c.is_control() && c != '\t') {
+    if let Some((i, c)) = line
+        .char_indices()
+        .find(|&(_, c)| c.is_control() && c != '\t')
+    {
         let name = match c {
             '\r' => "a carriage return (CR)".to_string(),
             '\n' => "a line feed (LF)".to_string(),

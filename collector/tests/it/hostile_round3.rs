@@ -77,7 +77,11 @@ fn a_closed_stderr_or_stdout_never_aborts_a_command() {
     rec.args(["record", "--duration", "2s", &format!("nas={}", agent.addr)]);
     let (line, code) = first_line_then_close(rec);
     assert!(line.starts_with("nasprobe: recording nas"), "{line}");
-    assert_eq!(code, Some(0), "record exits as when interrupted, not by a panic");
+    assert_eq!(
+        code,
+        Some(0),
+        "record exits as when interrupted, not by a panic"
+    );
     // The store is whole and holds every record the agent sent.
     let check = np(dir.path()).arg("check").output().unwrap();
     let text = String::from_utf8_lossy(&check.stdout);
@@ -122,11 +126,27 @@ fn remote_write_credentials_open_to_others_or_with_a_cr_are_refused_at_start() {
     let url = format!("http://{}/api/v1/write", rx.local_addr().unwrap());
     let auth = dir.path().join("auth");
     for (content, mode, want) in [
-        (&b"bearer s3cret\n"[..], 0o644, "permissions 0644 are too open"),
+        (
+            &b"bearer s3cret\n"[..],
+            0o644,
+            "permissions 0644 are too open",
+        ),
         (b"bearer s3cret\n", 0o640, "permissions 0640 are too open"),
-        (b"bearer s3c\rret\n", 0o600, "a carriage return (CR) at byte 10"),
-        (b"bearer s3cret\r\n", 0o600, "a carriage return (CR) at byte 13"),
-        (b"bearer s3cret\nbasic a:b\n", 0o600, "a line feed (LF) at byte 13"),
+        (
+            b"bearer s3c\rret\n",
+            0o600,
+            "a carriage return (CR) at byte 10",
+        ),
+        (
+            b"bearer s3cret\r\n",
+            0o600,
+            "a carriage return (CR) at byte 13",
+        ),
+        (
+            b"bearer s3cret\nbasic a:b\n",
+            0o600,
+            "a line feed (LF) at byte 13",
+        ),
     ] {
         std::fs::write(&auth, content).unwrap();
         chmod(&auth, mode);
