@@ -78,6 +78,8 @@ impl Context {
         args: &crate::alerts::AlertArgs,
     ) -> anyhow::Result<crate::alerts::AlertConfig> {
         let file = crate::alerts::config::file_next_to(&self.hosts_file);
+        crate::private::warn_if_open(&file, "the alert receivers' URLs");
+        crate::private::warn_if_open(&self.hosts_file, "the hosts and their token files");
         let mut cfg = crate::alerts::AlertConfig::resolve(args, Some(&file))?;
         cfg.trust = self.trust.clone();
         Ok(cfg)
@@ -85,7 +87,9 @@ impl Context {
 
     /// Opens (or creates) the store, naming the file in any error.
     pub(crate) fn open_store(&self) -> anyhow::Result<Store> {
-        Ok(Store::open(&self.db)?)
+        let s = Store::open(&self.db)?;
+        crate::private::warn_if_open(&self.db, "every sample and the alerts' outbox");
+        Ok(s)
     }
 
     /// Opens the existing store for a read command: nothing is created, migrated or written

@@ -234,7 +234,7 @@ impl HostList {
             source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(w)?;
+            crate::private::create_dirs(dir).map_err(w)?;
         }
         let mut text = String::from("# nasprobe hosts: NAME ADDR:PORT [TOKEN_FILE]\n");
         for h in &self.hosts {
@@ -242,7 +242,13 @@ impl HostList {
             text.push('\n');
         }
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, text).map_err(w)?;
+        // A fresh temp file, so it is created 0600 whatever an old one's mode was.
+        std::fs::remove_file(&tmp).ok();
+        std::io::Write::write_all(
+            &mut crate::private::create(&tmp).map_err(w)?,
+            text.as_bytes(),
+        )
+        .map_err(w)?;
         std::fs::rename(&tmp, path).map_err(w)
     }
 

@@ -171,6 +171,54 @@ pub(crate) fn url_with_scheme(flag: &str, url: &str) -> Result<String, String> {
     Ok(format!("http://{u}"))
 }
 
+/// Query parameters whose value is a secret when a name holds one of these (ASCII
+/// case-insensitive): ntfy's `auth`, the `token`, `key`, `secret`, `password`, `signature` of
+/// hosted receivers (and so `access_token`, `api_key`, `sig` too).
+const SECRET_QUERY_WORDS: &[&str] = &["auth", "token", "key", "secret", "pass", "sig"];
+
+/// A receiver's or push's URL as it may be printed or stored for display: the password of its
+/// user info as `user:***@` (a user alone, which may be a token, as `***@`), the value of
+/// every query parameter named like a secret ([`SECRET_QUERY_WORDS`]) as `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), url),
+    };
+    let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(auth_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{name}:***@{host}"),
+            None => format!("***@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let (query, frag) = query
+                .split_once('#')
+                .map_or((query, None), |(q, f)| (q, Some(f)));
+            let params: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _))
+                        if SECRET_QUERY_WORDS
+                            .iter()
+                            .any(|w| k.to_ascii_lowercase().contains(w)) =>
+                    {
+                        format!("{k}=***")
+                    }
+                    _ => kv.to_string(),
+                })
+                .collect();
+            let frag = frag.map_or(String::new(), |f| format!("#{f}"));
+            format!("{path}?{}{frag}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}{authority}{tail}")
+}
+
 /// The part of a URL with a scheme after `://`.
 pub(crate) fn after_scheme(url: &str) -> &str {
     url.split_once("://").map_or(url, |(_, rest)| rest)
@@ -179,6 +227,28 @@ pub(crate) fn after_scheme(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_of_urls_are_redacted() {
+        for (url, want) in [
+            ("https://u:hunter2@ntfy.sh/t", "https://u:***@ntfy.sh/t"),
+            ("https://tok123@h/x", "https://***@h/x"),
+            ("http://h/x?token=abc&a=1", "http://h/x?token=***&a=1"),
+            (
+                "https://ntfy.sh/t?auth=QmFzaWM#f",
+                "https://ntfy.sh/t?auth=***#f",
+            ),
+            (
+                "http://h:8428/api?Access_Token=z&api_key=y",
+                "http://h:8428/api?Access_Token=***&api_key=***",
+            ),
+            ("http://a:b@h?sig=1", "http://a:***@h?sig=***"),
+            ("http://127.0.0.1:8428", "http://127.0.0.1:8428"),
+            ("http://h/p@q?x=1", "http://h/p@q?x=1"),
+        ] {
+            assert_eq!(redact(url), want, "{url}");
+        }
+    }
 
     #[test]
     fn urls_take_http_and_https_and_refuse_other_schemes() {

@@ -16,6 +16,7 @@
 //!   [`local`]: `watch --local` runs an agent on this machine, [`own`]: what of it is nasprobe's;
 //! - [`http`]: the HTTP client of every push (https through rustls, `--ca-file`);
 //! - [`alerts`]: the rules evaluated while recording, their state and their delivery;
+//! - `private`: files created 0600 in 0700 folders, open ones warned about;
 //! - `sys`: every `unsafe` (the signal pipe, aligned uncached I/O); denied elsewhere.
 
 #![deny(unsafe_code)]
@@ -36,6 +37,7 @@ pub mod model;
 pub mod net;
 pub mod output;
 pub mod own;
+mod private;
 pub mod store;
 #[allow(unsafe_code)]
 mod sys;

@@ -252,12 +252,14 @@ impl Receiver {
         }
     }
 
-    /// `KIND=TARGET` again: how deliveries name their receiver in the store.
+    /// `KIND=TARGET` again, the URL's secrets redacted (`user:***@`, `token=***`:
+    /// `http::redact`): how deliveries name their receiver in the store and on the screen.
     pub(crate) fn spec(&self) -> String {
+        let r = crate::http::redact;
         match self {
-            Receiver::Webhook(t) => format!("webhook={t}"),
-            Receiver::Ntfy(t) => format!("ntfy={t}"),
-            Receiver::Alertmanager(t) => format!("alertmanager={t}"),
+            Receiver::Webhook(t) => format!("webhook={}", r(t)),
+            Receiver::Ntfy(t) => format!("ntfy={}", r(t)),
+            Receiver::Alertmanager(t) => format!("alertmanager={}", r(t)),
             Receiver::Exec(t) => format!("exec={t}"),
         }
     }

@@ -50,6 +50,8 @@ impl Client {
         url: &str,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<(), String> {
+        // The error is printed and kept in the outbox: the URL's secrets redacted.
+        let url = &crate::http::redact(url);
         answer(url, r.map_err(|e| self.trust.describe(url, &e)))
     }
 }

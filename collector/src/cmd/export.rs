@@ -157,7 +157,7 @@ pub fn push_remote_write(
         .with_trust(&c.trust);
     let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
     let (t, secs) = vm::backfill_retrying(&mut store, &pusher, &mut st, RETRY_FOR)?;
-    say_pushed(&t, secs, &pusher.target.base);
+    say_pushed(&t, secs, &pusher.target.shown);
     Ok(())
 }
 
@@ -174,7 +174,7 @@ pub fn push_vm(c: &Context, url: &str) -> anyhow::Result<()> {
     let mut st = vm::ExportState::load(&store, &pusher.target.cursor_key)?;
     let (t, secs) =
         vm::backfill_with(&mut store, &pusher, &mut st, vm::BATCH_RECORDS, &mut |_| {})?;
-    say_pushed(&t, secs, &pusher.target.base);
+    say_pushed(&t, secs, &pusher.target.shown);
     // The engine acknowledges before its disk has the rows: wait until it surely holds them,
     // so that a crash of the engine right after this command loses nothing unnoticed.
     if !st.all_sure() {

@@ -68,7 +68,7 @@ impl Pushing {
             crate::errln!(
                 "nasprobe: pushing to {} at {} (collector {collector})",
                 kind_name(target.encoding),
-                target.base
+                target.shown
             );
             let opts = vm::ExportOptions::for_encoding(target.encoding);
             let pusher = vm::Pusher::new(target, Duration::from_secs(30))

@@ -29,7 +29,9 @@ pub struct VmTarget {
     /// VictoriaMetrics: `http://host:port` or `https://…` (with any path prefix, e.g. a vmauth route), no
     /// trailing slash. Remote write: the whole URL of the receiver's write endpoint.
     pub base: String,
-    /// The key of this target's cursors in the store.
+    /// `base` as it is printed and stored: its secrets redacted (`http::redact`).
+    pub shown: String,
+    /// The key of this target's cursors in the store (from `shown`: no secret is stored).
     pub cursor_key: String,
     pub encoding: Encoding,
 }
@@ -53,7 +55,8 @@ impl VmTarget {
             u.push_str("/api/v1/write");
         }
         Ok(VmTarget {
-            cursor_key: format!("rw {u}"),
+            shown: crate::http::redact(&u),
+            cursor_key: format!("rw {}", crate::http::redact(&u)),
             base: u,
             encoding: Encoding::RemoteWrite,
         })
@@ -74,7 +77,8 @@ impl VmTarget {
             "{url}: not a VictoriaMetrics URL (example: http://127.0.0.1:8428)"
         );
         Ok(VmTarget {
-            cursor_key: format!("vm {u}"),
+            shown: crate::http::redact(&u),
+            cursor_key: format!("vm {}", crate::http::redact(&u)),
             base: u,
             encoding: Encoding::VmImport,
         })
@@ -195,6 +199,7 @@ fn read_body(
     r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     limit: u64,
 ) -> Result<String, PushError> {
+    let url = &crate::http::redact(url);
     let mut resp = r.map_err(|source| match crate::http::is_certificate_error(&source) {
         true => PushError::Certificate(trust.describe(url, &source)),
         false => PushError::Http {
@@ -338,7 +343,7 @@ impl Pusher {
                 at,
             }),
             _ => Err(PushError::Answer {
-                url,
+                url: crate::http::redact(&url),
                 msg: "no vm_app_start_timestamp in /metrics: is this VictoriaMetrics?".into(),
             }),
         }
@@ -366,7 +371,7 @@ impl Pusher {
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let v: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| PushError::Answer {
-                    url: url.clone(),
+                    url: crate::http::redact(&url),
                     msg: format!("export line does not parse: {e}"),
                 })?;
             let Some(metric) = v["metric"].as_object() else {

@@ -158,7 +158,7 @@ impl ExportState {
                 log::warn!(
                     "export to {}: the engine restarted; re-checking up to {unsure} records it \
                      acknowledged in the last {}s",
-                    pusher.target.base,
+                    pusher.target.shown,
                     self.durable_after.as_secs()
                 );
                 for (i, c) in &self.cursors {
@@ -464,7 +464,7 @@ impl Exporter {
         let live = Arc::new(ExportLive::default());
         let (stop, stop_rx) = smol::channel::bounded::<()>(1);
         let l2 = live.clone();
-        let url = pusher.target.base.clone();
+        let url = pusher.target.shown.clone();
         let thread = std::thread::Builder::new()
             .name("export".into())
             .stack_size(16 << 20)
@@ -494,7 +494,7 @@ async fn run(
     live: Arc<ExportLive>,
     stop: smol::channel::Receiver<()>,
 ) {
-    let url = pusher.target.base.clone();
+    let url = pusher.target.shown.clone();
     let remote_write = pusher.target.encoding == Encoding::RemoteWrite;
     let (min_backoff, max_backoff) = match remote_write {
         true => (rw::MIN_BACKOFF, rw::MAX_BACKOFF),

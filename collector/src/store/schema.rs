@@ -118,11 +118,16 @@ impl Store {
     /// [`Store::open`] bringing the schema only up to `version`.
     pub(super) fn open_to(path: &Path, version: i64) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+            crate::private::create_dirs(dir).map_err(|source| StoreError::Dir {
                 path: path.to_path_buf(),
                 source,
             })?;
         }
+        // Created 0600 before SQLite opens it (its -wal and -shm files follow its mode).
+        crate::private::touch(path).map_err(|source| StoreError::Dir {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|e| classify(path, e))?;
         let mut s = Store {
             reader: StoreReader {

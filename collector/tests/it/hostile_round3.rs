@@ -233,3 +233,93 @@ fn a_push_receivers_error_body_reaches_stderr_made_safe() {
     assert!(err.contains("gpj.exe end"), "{err}");
     assert!(!has_escape(&err), "{err:?}");
 }
+
+fn mode(p: &Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+}
+
+/// Row 4: a receiver URL with `user:pass@` and `?token=` that fails printed the secret on
+/// stderr at each attempt, showed it in `nasprobe alerts` and stored it in the outbox of a
+/// 0644 database in 0755 folders. Now the secrets are `***` everywhere they are printed or
+/// stored, the store is 0600 (its -wal too) in new folders of 0700; an existing open one is
+/// warned about once.
+#[test]
+fn receiver_secrets_are_redacted_and_the_store_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new/deeper/r.db");
+    // A port nothing listens on: every delivery fails.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let agent = FakeAgent::start(TOKEN.to_vec(), history());
+    let hook = format!("webhook=http://alice:hunter2pw@127.0.0.1:{port}/x?token=TOKSECRET9&a=1");
+    let ntfy = format!("ntfy=http://127.0.0.1:{port}/topic?auth=AUTHSECRET8");
+    let out = Command::new(NP)
+        .arg("--db")
+        .arg(&db)
+        .arg("--token-file")
+        .arg(token(dir.path()))
+        .args([
+            "-v",
+            "record",
+            "--duration",
+            "6s",
+            "--alert",
+            "host_lost.for=1s",
+        ])
+        .args(["--no-alert", "stall", "--no-alert", "death"])
+        .args(["--notify", &hook, "--notify", &ntfy])
+        .arg(format!("nas={}", agent.addr))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("alice:***@127.0.0.1"),
+        "the failures are said: {err}"
+    );
+    assert!(err.contains("token=***&a=1"), "{err}");
+    let alerts = Command::new(NP)
+        .arg("--db")
+        .arg(&db)
+        .arg("alerts")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&alerts.stdout);
+    assert!(shown.contains("auth=***"), "{shown}");
+    let mut stored = Vec::new();
+    for f in std::fs::read_dir(db.parent().unwrap()).unwrap() {
+        let f = f.unwrap().path();
+        stored.extend(std::fs::read(&f).unwrap());
+        assert_eq!(mode(&f), 0o600, "{}", f.display());
+    }
+    for secret in ["hunter2pw", "TOKSECRET9", "AUTHSECRET8"] {
+        assert!(!err.contains(secret), "{secret} on stderr: {err}");
+        assert!(!shown.contains(secret), "{secret} in alerts: {shown}");
+        let s = secret.as_bytes();
+        assert!(
+            !stored.windows(s.len()).any(|w| w == s),
+            "{secret} in the store"
+        );
+    }
+    assert_eq!(mode(db.parent().unwrap()), 0o700);
+    assert_eq!(mode(&dir.path().join("new")), 0o700);
+    // An existing store open to others: one warning with the fix, the file left as it is.
+    chmod(&db, 0o644);
+    let out = Command::new(NP)
+        .arg("--db")
+        .arg(&db)
+        .arg("--token-file")
+        .arg(token(dir.path()))
+        .args(["record", "--duration", "1s", "nas=127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warned = err.lines().filter(|l| l.contains("(mode 0644)")).count();
+    assert_eq!(warned, 1, "{err}");
+    assert!(
+        err.contains(&format!("chmod 600 {}", db.display())),
+        "{err}"
+    );
+}
