@@ -61,6 +61,28 @@ pub enum StoreError {
     Decode { path: PathBuf, what: &'static str },
 }
 
+/// The first raw sample of an instance at or after a seq (the primary key).
+pub(super) const SAMPLE_AT_OR_AFTER_SEQ: &str =
+    "SELECT seq, time_ms FROM samples WHERE instance = ?1 AND seq >= ?2 ORDER BY seq LIMIT 1";
+/// The seq range of an instance's raw samples (the primary key's two ends).
+pub(super) const SAMPLE_SEQ_BOUNDS: &str =
+    "SELECT MIN(seq), MAX(seq) FROM samples WHERE instance = ?1";
+/// The raw samples of an instance in a seq range (the primary key).
+pub(super) const SAMPLES_IN_SEQS: &str = "SELECT seq, time_ms, CAST(body AS BLOB) FROM samples
+     WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq";
+/// The gaps meeting a time window, with their host (`gaps_time`).
+pub(super) const GAPS_IN_WINDOW: &str =
+    "SELECT h.name, i.instance_id, g.from_seq, g.to_seq, g.from_ms, g.to_ms, g.samples, g.reason
+     FROM gaps g JOIN hosts h ON h.id = g.host JOIN instances i ON i.id = g.instance
+     WHERE g.to_ms >= ?1 AND g.from_ms <= ?2
+     ORDER BY h.name, g.from_ms, g.id";
+/// The chunks of an instance meeting `[?2, ?3]`, through `sample_chunks_by_time`: a chunk lies
+/// in one `chunk::SPAN_MS` window, so one that starts by ?3 ends before ?4 = ?3 + SPAN_MS, and
+/// the index range is bounded on both sides.
+pub(super) const CHUNKS_IN_WINDOW: &str =
+    "SELECT id, first_seq, last_seq, first_ms, last_ms, n FROM sample_chunks
+     WHERE instance = ?1 AND last_ms BETWEEN ?2 AND ?4 AND first_ms <= ?3 ORDER BY first_seq";
+
 /// A known-missing range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gap {
@@ -129,6 +151,27 @@ impl StoreReader {
         classify(&self.path, e)
     }
 
+    /// Runs `f`, a group of queries, in one read transaction: one snapshot of the file for all
+    /// of them (a commit between two cannot make them disagree) and one lock taken, not one
+    /// per query. Inside a transaction already open, `f` just runs in it.
+    pub(crate) fn in_read_tx<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if !self.conn.is_autocommit() {
+            return f();
+        }
+        self.conn
+            .execute_batch("BEGIN DEFERRED")
+            .map_err(|e| self.err(e))?;
+        let out = f();
+        // Nothing was written: ending it either way loses nothing.
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        out
+    }
+
     /// `PRAGMA integrity_check`: "ok" when the file is sound.
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         self.conn
@@ -145,9 +188,7 @@ impl StoreReader {
         hi: u64,
         t: u64,
     ) -> rusqlite::Result<u64> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT seq, time_ms FROM samples WHERE instance = ?1 AND seq >= ?2 ORDER BY seq LIMIT 1",
-        )?;
+        let mut stmt = self.conn.prepare_cached(SAMPLE_AT_OR_AFTER_SEQ)?;
         let (mut lo, mut hi) = (lo, hi + 1); // answer in [lo, hi]; hi = "none"
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -172,11 +213,10 @@ impl StoreReader {
         from: Option<u64>,
         to: Option<u64>,
     ) -> rusqlite::Result<Option<(u64, u64)>> {
-        let (min, max): (Option<i64>, Option<i64>) = self.conn.query_row(
-            "SELECT MIN(seq), MAX(seq) FROM samples WHERE instance = ?1",
-            [instance],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let (min, max): (Option<i64>, Option<i64>) =
+            self.conn
+                .prepare_cached(SAMPLE_SEQ_BOUNDS)?
+                .query_row([instance], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let (Some(min), Some(max)) = (min, max) else {
             return Ok(None);
         };
@@ -218,12 +258,7 @@ impl StoreReader {
     }
 
     pub(super) fn gaps(&self, from: Option<u64>, to: Option<u64>) -> rusqlite::Result<Vec<Gap>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT h.name, i.instance_id, g.from_seq, g.to_seq, g.from_ms, g.to_ms, g.samples, g.reason
-             FROM gaps g JOIN hosts h ON h.id = g.host JOIN instances i ON i.id = g.instance
-             WHERE g.to_ms >= ?1 AND g.from_ms <= ?2
-             ORDER BY h.name, g.from_ms, g.id",
-        )?;
+        let mut stmt = self.conn.prepare_cached(GAPS_IN_WINDOW)?;
         let rows = stmt.query_map(
             params![from.unwrap_or(0) as i64, to.map_or(i64::MAX, |t| t as i64)],
             |r| {
@@ -252,15 +287,14 @@ impl StoreReader {
         if !self.chunks {
             return Ok(Vec::new());
         }
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, first_seq, last_seq, first_ms, last_ms, n FROM sample_chunks
-             WHERE instance = ?1 AND last_ms >= ?2 AND first_ms <= ?3 ORDER BY first_seq",
-        )?;
+        let mut stmt = self.conn.prepare_cached(CHUNKS_IN_WINDOW)?;
+        let to = to.map_or(i64::MAX, |t| t as i64);
         let rows = stmt.query_map(
             params![
                 instance,
                 from.unwrap_or(0) as i64,
-                to.map_or(i64::MAX, |t| t as i64)
+                to,
+                to.saturating_add(chunk::SPAN_MS as i64)
             ],
             |r| {
                 Ok(ChunkMeta {
@@ -349,13 +383,7 @@ impl StoreReader {
         if lo > hi {
             return Ok(());
         }
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, time_ms, CAST(body AS BLOB) FROM samples
-                 WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
-            )
-            .map_err(e)?;
+        let mut stmt = self.conn.prepare_cached(SAMPLES_IN_SEQS).map_err(e)?;
         let rows = stmt
             .query_map(params![instance, lo as i64, hi as i64], |r| {
                 Ok(Row {

@@ -8,7 +8,21 @@ use nasprobe_proto::Hello;
 use nasprobe_proto::time::now_ms;
 use rusqlite::{OptionalExtension, params};
 
-use super::base::{Store, StoreError, StoreReader, classify, decode_stored};
+use super::base::{ChunkMeta, Store, StoreError, StoreReader, classify, decode_stored};
+
+/// The newest raw sample of an instance (the primary key, from its end).
+pub(super) const NEWEST_RAW_SAMPLE: &str =
+    "SELECT seq, time_ms, body FROM samples WHERE instance = ?1 ORDER BY seq DESC LIMIT 1";
+/// The chunks of an instance from the newest back (`UNIQUE(instance, first_seq)`), read only
+/// until one decodes.
+pub(super) const NEWEST_CHUNKS: &str =
+    "SELECT id, first_seq, last_seq, first_ms, last_ms, n FROM sample_chunks
+     WHERE instance = ?1 ORDER BY first_seq DESC";
+/// Events stored per host and kind, from `event_counts` (schema 8): one row per instance and
+/// kind, whatever the number of events.
+pub(super) const EVENT_COUNTS: &str = "SELECT h.name, c.kind, SUM(c.n) FROM event_counts c
+     JOIN instances i ON i.id = c.instance JOIN hosts h ON h.id = i.host
+     WHERE c.n > 0 GROUP BY h.name, c.kind ORDER BY h.name, c.kind";
 
 /// A stored record on its way to an export target: a sample or an event, body as received.
 #[derive(Debug, Clone)]
@@ -299,13 +313,7 @@ impl StoreReader {
     /// The newest sample of every host (from its newest instance with samples), with the host.
     pub(crate) fn latest_samples(&self) -> Result<Vec<(String, ExportRecord)>, StoreError> {
         let e = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, time_ms, body FROM samples WHERE instance = ?1
-                 ORDER BY seq DESC LIMIT 1",
-            )
-            .map_err(e)?;
+        let mut stmt = self.conn.prepare_cached(NEWEST_RAW_SAMPLE).map_err(e)?;
         let mut out: Vec<(String, ExportRecord)> = Vec::new();
         for (name, _addr, _host, raw) in self.instances().map_err(e)? {
             let row: Option<(i64, i64, Vec<u8>)> = stmt
@@ -315,16 +323,7 @@ impl StoreReader {
             let row = match row {
                 Some(r) => Some(r),
                 // Nothing raw: the last sample of the newest chunk that decodes.
-                None => self
-                    .chunk_metas(raw.row, None, None)
-                    .map_err(e)?
-                    .iter()
-                    .rev()
-                    .find_map(|m| {
-                        let rows = self.chunk_rows(m).ok()?.ok()?;
-                        let r = rows.into_iter().next_back()?;
-                        Some((r.seq as i64, r.time_ms as i64, r.body))
-                    }),
+                None => self.newest_chunked(raw.row).map_err(e)?,
             };
             let Some((seq, time_ms, body)) = row else {
                 continue;
@@ -349,17 +348,54 @@ impl StoreReader {
         Ok(out)
     }
 
+    /// The last sample of the newest chunk of `instance` that decodes, reading chunks from the
+    /// newest back only as far as that one.
+    fn newest_chunked(&self, instance: i64) -> rusqlite::Result<Option<(i64, i64, Vec<u8>)>> {
+        if !self.chunks {
+            return Ok(None);
+        }
+        let mut stmt = self.conn.prepare_cached(NEWEST_CHUNKS)?;
+        let mut metas = stmt.query([instance])?;
+        while let Some(r) = metas.next()? {
+            let m = ChunkMeta {
+                id: r.get(0)?,
+                first_seq: r.get::<_, i64>(1)? as u64,
+                last_seq: r.get::<_, i64>(2)? as u64,
+                first_ms: r.get::<_, i64>(3)? as u64,
+                last_ms: r.get::<_, i64>(4)? as u64,
+                n: r.get::<_, i64>(5)? as u64,
+            };
+            if let Some(last) = self
+                .chunk_rows(&m)?
+                .ok()
+                .and_then(|v| v.into_iter().next_back())
+            {
+                return Ok(Some((last.seq as i64, last.time_ms as i64, last.body)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Events stored per host and kind (for the `nasprobe_events_total` counter).
     pub(crate) fn event_counts(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
         let e = |e| self.err(e);
-        let mut stmt = self
+        let counted: bool = self
             .conn
-            .prepare_cached(
-                "SELECT h.name, v.kind, COUNT(*) FROM events v
-                 JOIN instances i ON i.id = v.instance JOIN hosts h ON h.id = i.host
-                 GROUP BY h.name, v.kind ORDER BY h.name, v.kind",
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_counts')",
+                [],
+                |r| r.get(0),
             )
             .map_err(e)?;
+        // (A store `record` has not migrated to schema 8 yet: every event counted.)
+        let sql = if counted {
+            EVENT_COUNTS
+        } else {
+            "SELECT h.name, v.kind, COUNT(*) FROM events v
+             JOIN instances i ON i.id = v.instance JOIN hosts h ON h.id = i.host
+             GROUP BY h.name, v.kind ORDER BY h.name, v.kind"
+        };
+        let mut stmt = self.conn.prepare_cached(sql).map_err(e)?;
         let rows = stmt
             .query_map([], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))

@@ -31,6 +31,8 @@ mod base;
 mod check;
 pub(crate) mod chunk;
 mod export_cursor;
+#[cfg(test)]
+mod plans;
 mod read;
 mod retention;
 pub(crate) mod rollup;
@@ -89,7 +91,7 @@ impl StoreReader {
                     known: SCHEMA_VERSION,
                 });
             }
-            if found < SCHEMA_VERSION {
+            if found < schema::READABLE_SINCE {
                 return Err(StoreError::Old {
                     path: path.to_path_buf(),
                     found,

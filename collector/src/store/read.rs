@@ -13,6 +13,21 @@ use super::chunk::Row;
 use super::rollup::{self, Merged, Merger};
 use super::tiers;
 
+/// The events of one instance in a time window (`walk`, the analysis' window): found through
+/// `events_by_time`, bounded by the window whatever the store's age.
+pub(super) const EVENTS_IN_WINDOW: &str = "SELECT seq, time_ms, CAST(body AS BLOB) FROM events
+     WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq";
+/// The newest event of one kind of one instance before a time (`events_by_kind`).
+pub(super) const LAST_OF_KIND_BEFORE: &str = "SELECT seq, time_ms, CAST(body AS BLOB) FROM events
+     WHERE instance = ?1 AND kind = ?2 AND time_ms < ?3 ORDER BY time_ms DESC LIMIT 1";
+/// Events of one instance in a time window, counted in `events_by_time` alone.
+pub(super) const EVENTS_COUNT_IN_WINDOW: &str =
+    "SELECT COUNT(*) FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3";
+/// The raw samples of one instance in a seq range, counted (the primary key).
+pub(super) const SAMPLES_COUNT_IN_SEQS: &str =
+    "SELECT COUNT(*), MIN(time_ms), MAX(time_ms) FROM samples
+     WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3";
+
 /// Counts for one host over a window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostSummary {
@@ -53,13 +68,7 @@ impl StoreReader {
         f: &mut dyn FnMut(Walked<'_>) -> bool,
     ) -> Result<(), StoreError> {
         let e = |e| self.err(e);
-        let mut events = self
-            .conn
-            .prepare(
-                "SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE instance = ?1
-                 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
-            )
-            .map_err(e)?;
+        let mut events = self.conn.prepare(EVENTS_IN_WINDOW).map_err(e)?;
         for (name, _address, _host, raw) in self.instances().map_err(e)? {
             if !hosts.is_empty() && !hosts.contains(&name) {
                 continue;
@@ -270,6 +279,16 @@ impl StoreReader {
         to_ms: Option<u64>,
         resolution_ms: Option<u64>,
     ) -> Result<Vec<HostData>, StoreError> {
+        self.in_read_tx(|| self.load_window_in(from_ms, to_ms, resolution_ms))
+    }
+
+    /// [`StoreReader::load_window_at`]'s queries (in its read transaction).
+    fn load_window_in(
+        &self,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+        resolution_ms: Option<u64>,
+    ) -> Result<Vec<HostData>, StoreError> {
         let e = |e| self.err(e);
         let mut out: Vec<HostData> = Vec::new();
         let gaps = self.gaps(from_ms, to_ms).map_err(e)?;
@@ -399,11 +418,9 @@ impl StoreReader {
         };
         let row = self
             .conn
-            .prepare_cached(
-                "SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE kind = ?1 AND time_ms < ?2 AND instance = ?3 ORDER BY time_ms DESC LIMIT 1",
-            )
+            .prepare_cached(LAST_OF_KIND_BEFORE)
             .map_err(e)?
-            .query_row(params![Event::KIND_SHAPING, from as i64, at.row], |r| {
+            .query_row(params![at.row, Event::KIND_SHAPING, from as i64], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,
@@ -421,12 +438,7 @@ impl StoreReader {
     /// naming it). Returns whether any event was kept.
     fn window_events(&self, at: &Among<'_>, w: &mut HostData) -> Result<bool, StoreError> {
         let e = |e| self.err(e);
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, time_ms, CAST(body AS BLOB) FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY seq",
-            )
-            .map_err(e)?;
+        let mut stmt = self.conn.prepare_cached(EVENTS_IN_WINDOW).map_err(e)?;
         let rows = stmt
             .query_map(
                 params![
@@ -458,8 +470,17 @@ impl StoreReader {
         Ok(any)
     }
 
-    /// Counts per host over `[from_ms, to_ms]` without decoding anything.
+    /// Counts per host over `[from_ms, to_ms]` without decoding anything, in one read
+    /// transaction.
     pub fn summary(
+        &self,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+    ) -> Result<Vec<HostSummary>, StoreError> {
+        self.in_read_tx(|| self.summary_in(from_ms, to_ms))
+    }
+
+    fn summary_in(
         &self,
         from_ms: Option<u64>,
         to_ms: Option<u64>,
@@ -507,12 +528,12 @@ impl StoreReader {
             if let Some((lo, hi)) = self.seq_range(raw.row, from_ms, to_ms).map_err(e)? {
                 let (n, first, last): (i64, i64, i64) = self
                     .conn
-                    .query_row(
-                        "SELECT COUNT(*), MIN(time_ms), MAX(time_ms) FROM samples
-                         WHERE instance = ?1 AND seq BETWEEN ?2 AND ?3",
-                        params![raw.row, lo as i64, hi as i64],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                    )
+                    .prepare_cached(SAMPLES_COUNT_IN_SEQS)
+                    .and_then(|mut q| {
+                        q.query_row(params![raw.row, lo as i64, hi as i64], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        })
+                    })
                     .map_err(e)?;
                 add(n as u64, first as u64, last as u64);
             }
@@ -536,15 +557,17 @@ impl StoreReader {
             }
             let ev: i64 = self
                 .conn
-                .query_row(
-                    "SELECT COUNT(*) FROM events WHERE instance = ?1 AND time_ms BETWEEN ?2 AND ?3",
-                    params![
-                        raw.row,
-                        from_ms.unwrap_or(0) as i64,
-                        to_ms.map_or(i64::MAX, |t| t as i64)
-                    ],
-                    |r| r.get(0),
-                )
+                .prepare_cached(EVENTS_COUNT_IN_WINDOW)
+                .and_then(|mut q| {
+                    q.query_row(
+                        params![
+                            raw.row,
+                            from_ms.unwrap_or(0) as i64,
+                            to_ms.map_or(i64::MAX, |t| t as i64)
+                        ],
+                        |r| r.get(0),
+                    )
+                })
                 .map_err(e)?;
             s.events += ev as u64;
         }

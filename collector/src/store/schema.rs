@@ -105,12 +105,41 @@ const MIGRATIONS: &[&str] = &[
         updated_ms INTEGER NOT NULL,
         PRIMARY KEY(target, host)
      ) WITHOUT ROWID;",
+    // 8: the readers' indexes by time within an instance (issue 38). Without them a window's
+    // events were found by filtering every event the instance ever stored (the primary key's
+    // `instance` prefix), its chunks and rollups likewise: `record`'s alert task cost grew with
+    // the store's age. `event_counts` (kept by the two triggers, so every insert and delete of
+    // an event counts, whoever makes it) answers the scrape's events per kind without counting
+    // every stored event. A reader of schema 7 reads the same tables, slower.
+    "CREATE INDEX IF NOT EXISTS events_by_time ON events(instance, time_ms);
+     CREATE INDEX IF NOT EXISTS events_by_kind ON events(instance, kind, time_ms);
+     CREATE INDEX IF NOT EXISTS sample_chunks_by_time ON sample_chunks(instance, last_ms);
+     CREATE INDEX IF NOT EXISTS rollups_by_last ON rollups(instance, step_ms, last_ms);
+     CREATE TABLE IF NOT EXISTS event_counts(
+        instance INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY(instance, kind)
+     ) WITHOUT ROWID;
+     INSERT INTO event_counts(instance, kind, n)
+        SELECT instance, kind, COUNT(*) FROM events GROUP BY instance, kind;
+     CREATE TRIGGER IF NOT EXISTS events_counted AFTER INSERT ON events BEGIN
+        INSERT INTO event_counts(instance, kind, n) VALUES (NEW.instance, NEW.kind, 1)
+        ON CONFLICT(instance, kind) DO UPDATE SET n = n + 1;
+     END;
+     CREATE TRIGGER IF NOT EXISTS events_uncounted AFTER DELETE ON events BEGIN
+        UPDATE event_counts SET n = n - 1 WHERE instance = OLD.instance AND kind = OLD.kind;
+     END;",
 ];
 
 /// The first schema with `sample_chunks`: below it, samples stay raw rows.
 pub(super) const CHUNKS_SINCE: i64 = 4;
 /// The first schema with the rollup tiers: below it, reports merge raw samples while reading.
 pub(super) const TIERS_SINCE: i64 = 5;
+/// The oldest schema a read-only reader takes as it is: schema 8 adds indexes and the
+/// `event_counts` table only, so a store `record` has not migrated yet is still read (its
+/// queries are slower; `event_counts` falls back to counting).
+pub(super) const READABLE_SINCE: i64 = 7;
 /// The newest schema this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 

@@ -29,6 +29,13 @@ pub(crate) const TABLE: &str = "CREATE TABLE IF NOT EXISTS rollups(
      CREATE INDEX IF NOT EXISTS rollups_by_seq ON rollups(instance, step_ms, first_seq);
      CREATE INDEX IF NOT EXISTS rollups_by_time ON rollups(step_ms, last_ms);";
 
+/// The rows of one tier of an instance meeting `[?3, ?4]`, through `rollups_by_last`: a row
+/// lies in one window of its span (a chunk's for minutes, a day for hours), so one that starts
+/// by ?4 ends before ?5 = ?4 + that span, and the index range is bounded on both sides.
+pub(super) const ROWS_IN_WINDOW: &str =
+    "SELECT id, first_seq, last_seq, first_ms, last_ms, n FROM rollups
+     WHERE instance = ?1 AND step_ms = ?2 AND last_ms BETWEEN ?3 AND ?5 AND first_ms <= ?4
+     ORDER BY first_seq";
 /// Hour rows hold at most a day of steps.
 const DAY_MS: u64 = 24 * HOUR_MS;
 
@@ -200,17 +207,20 @@ pub(crate) fn metas(
     from: Option<u64>,
     to: Option<u64>,
 ) -> rusqlite::Result<Vec<TierMeta>> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, first_seq, last_seq, first_ms, last_ms, n FROM rollups
-         WHERE instance = ?1 AND step_ms = ?2 AND last_ms >= ?3 AND first_ms <= ?4
-         ORDER BY first_seq",
-    )?;
+    let mut stmt = c.prepare_cached(ROWS_IN_WINDOW)?;
+    let to = to.map_or(i64::MAX, |t| t as i64);
+    let row_span = if step_ms == MINUTE_MS {
+        chunk::SPAN_MS
+    } else {
+        DAY_MS
+    };
     let rows = stmt.query_map(
         params![
             instance,
             step_ms as i64,
             from.unwrap_or(0) as i64,
-            to.map_or(i64::MAX, |t| t as i64)
+            to,
+            to.saturating_add(row_span as i64)
         ],
         meta,
     )?;
