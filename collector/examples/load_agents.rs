@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! load_agents serve --agents N --token-file F [--interval-ms 1000] [--history H] [--hosts-out FILE]
-//! load_agents make-store DB --hosts 10 --hours 24 [--interval-ms 1000] [--schema N]
+//! load_agents make-store DB --hosts 10 --hours 24 [--interval-ms 1000] [--schema N] [--events E]
 //! load_agents chunk-sizes DB
 //! ```
 //!
@@ -20,6 +20,8 @@
 //! `make-store`: writes `hosts` × `hours` × 3600 s / interval samples through the store API
 //! (batches of 1000, as the collector's store task does), ending now, for `nasprobe report`.
 //! `--schema 3` writes the store as nasprobe did before chunks (one row per sample).
+//! `--events E`: E process-exit events after every sample (a busy host's history: a real busy
+//! host sends ~2.3 a second) instead of one record in 100 being an event.
 //!
 //! `chunk-sizes`: the stored sample bodies of DB (e.g. recorded from a real agent) compressed
 //! the ways the store could: zstd level 3 or 19 over chunks of 900 or 60 bodies, with or
@@ -194,6 +196,7 @@ fn make_store(args: &[String]) {
     let interval_ms: u32 = arg(args, "--interval-ms", 1000);
     let per_host = hours * 3_600_000 / u64::from(interval_ms);
     let schema: i64 = arg(args, "--schema", nasprobe::store::SCHEMA_VERSION);
+    let events: u64 = arg(args, "--events", 0);
     let _ = std::fs::remove_file(&db);
     let mut s = Store::open_at_schema(&db, schema).expect("open store");
     let end = now_ms();
@@ -212,29 +215,44 @@ fn make_store(args: &[String]) {
             )
             .expect("register");
         let mut batch = Vec::with_capacity(1000);
-        for seq in 1..=per_host {
-            let r = record(seq, started, interval_ms);
+        let mut push = |r: Record, batch: &mut Vec<Item>| {
             let body = match &r.body {
                 RecordBody::Sample(x) => postcard::to_allocvec(x).expect("encodes"),
                 RecordBody::Event(x) => postcard::to_allocvec(x).expect("encodes"),
             };
             batch.push(Item::from_record(reg.instance, &r, body));
-            if batch.len() == 1000 {
-                s.write_batch(&batch).expect("write");
+            if batch.len() >= 1000 {
+                s.write_batch(batch).expect("write");
                 batch.clear();
+            }
+        };
+        let mut seq = 0;
+        for tick in 1..=per_host {
+            seq += 1;
+            if events == 0 {
+                push(record(tick, started, interval_ms), &mut batch);
+                continue;
+            }
+            let time_ms = started + tick * u64::from(interval_ms);
+            let body = RecordBody::Sample(nas_sample(tick));
+            push(Record { seq, time_ms, body }, &mut batch);
+            for _ in 0..events {
+                seq += 1;
+                let body = RecordBody::Event(exit_event(seq as u32));
+                push(Record { seq, time_ms, body }, &mut batch);
             }
         }
         if !batch.is_empty() {
             s.write_batch(&batch).expect("write");
         }
-        total += per_host;
+        total += seq;
     }
     s.conn()
         .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .expect("checkpoint");
     let dt = t0.elapsed().as_secs_f64();
     println!(
-        "make-store: {total} records ({hosts} hosts x {per_host}) in {dt:.1}s = {:.0}/s; {} bytes",
+        "make-store: {total} records ({hosts} hosts x {per_host} samples) in {dt:.1}s = {:.0}/s; {} bytes",
         total as f64 / dt,
         std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0)
     );
