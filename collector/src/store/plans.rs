@@ -89,7 +89,7 @@ fn every_hot_query_is_bounded_by_an_index() {
         let lines = plan(&store, sql);
         let search = format!("SEARCH {table} USING {index}");
         assert!(
-            lines.iter().any(|l| *l == search),
+            lines.contains(&search),
             "{sql}\nplan: {lines:?}\nwanted: {search}"
         );
         assert!(
@@ -106,6 +106,9 @@ fn every_hot_query_is_bounded_by_an_index() {
         "{EVENT_COUNTS} reads events: {lines:?}"
     );
 }
+
+/// (instance, kind, events)
+type Counted = (i64, String, i64);
 
 #[test]
 fn event_counts_follow_every_insert_and_delete_and_the_migration_counts_the_old_rows() {
@@ -130,7 +133,7 @@ fn event_counts_follow_every_insert_and_delete_and_the_migration_counts_the_old_
         );
     }
     store.migrate_to(8).unwrap();
-    let counts = |s: &Store| -> (Vec<(i64, String, i64)>, Vec<(i64, String, i64)>) {
+    let counts = |s: &Store| -> (Vec<Counted>, Vec<Counted>) {
         let q = |sql: &str| {
             let mut stmt = s.reader.conn.prepare(sql).unwrap();
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
