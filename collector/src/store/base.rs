@@ -296,16 +296,7 @@ impl StoreReader {
                 to,
                 to.saturating_add(chunk::SPAN_MS as i64)
             ],
-            |r| {
-                Ok(ChunkMeta {
-                    id: r.get(0)?,
-                    first_seq: r.get::<_, i64>(1)? as u64,
-                    last_seq: r.get::<_, i64>(2)? as u64,
-                    first_ms: r.get::<_, i64>(3)? as u64,
-                    last_ms: r.get::<_, i64>(4)? as u64,
-                    n: r.get::<_, i64>(5)? as u64,
-                })
-            },
+            ChunkMeta::from_row,
         )?;
         rows.collect()
     }
@@ -454,6 +445,20 @@ pub(super) struct ChunkMeta {
     pub(super) first_ms: u64,
     pub(super) last_ms: u64,
     pub(super) n: u64,
+}
+
+impl ChunkMeta {
+    /// A row of `id, first_seq, last_seq, first_ms, last_ms, n` from `sample_chunks`.
+    pub(super) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(ChunkMeta {
+            id: r.get(0)?,
+            first_seq: r.get::<_, i64>(1)? as u64,
+            last_seq: r.get::<_, i64>(2)? as u64,
+            first_ms: r.get::<_, i64>(3)? as u64,
+            last_ms: r.get::<_, i64>(4)? as u64,
+            n: r.get::<_, i64>(5)? as u64,
+        })
+    }
 }
 
 /// An `instances` row as the readers need it: its `Hello` still encoded.

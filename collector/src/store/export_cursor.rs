@@ -357,14 +357,7 @@ impl StoreReader {
         let mut stmt = self.conn.prepare_cached(NEWEST_CHUNKS)?;
         let mut metas = stmt.query([instance])?;
         while let Some(r) = metas.next()? {
-            let m = ChunkMeta {
-                id: r.get(0)?,
-                first_seq: r.get::<_, i64>(1)? as u64,
-                last_seq: r.get::<_, i64>(2)? as u64,
-                first_ms: r.get::<_, i64>(3)? as u64,
-                last_ms: r.get::<_, i64>(4)? as u64,
-                n: r.get::<_, i64>(5)? as u64,
-            };
+            let m = ChunkMeta::from_row(r)?;
             if let Some(last) = self
                 .chunk_rows(&m)?
                 .ok()
