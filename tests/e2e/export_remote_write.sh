@@ -53,8 +53,10 @@ say "Prometheus $(prometheus --version 2>&1 | head -1 | awk '{print $3}') ($RECV
 
 # raw BASE PROMQL: the raw points of a range selector as JSON ({"series": {key: {ts: v}}}).
 raw() {
+    # The time has its fraction: a whole-second time leaves out the newest samples when the
+    # query follows the record within the second.
     curl -fsS --max-time 20 "$1/api/v1/query" --data-urlencode "query=$2" \
-        --data-urlencode "time=$(date +%s)"
+        --data-urlencode "time=$(date +%s.%N)"
 }
 
 # --- a. record into Prometheus, export into VictoriaMetrics, compare -----------------------------
@@ -298,14 +300,14 @@ timeout 120 "${NPX[@]}" --ca-file "$TMP/tls/ca.pem" export --push-vm "https://lo
 timeout 60 "${NPX[@]}" export --format json >"$TMP/store_e.jsonl" 2>/dev/null
 curl -fsS --max-time 20 "${CA[@]}" "https://localhost:$SPORT/api/v1/query" \
     --data-urlencode 'query=nasprobe_sample_interval_seconds[1h]' \
-    --data-urlencode "time=$(date +%s)" >"$TMP/prom_e.json" || fail "e. Prometheus query over https"
+    --data-urlencode "time=$(date +%s.%N)" >"$TMP/prom_e.json" || fail "e. Prometheus query over https"
 python3 "$TMP/every_sample.py" "$TMP/store_e.jsonl" "$TMP/prom_e.json" >"$TMP/cmp_e.out" ||
     fail "e. Prometheus over https: $(cat "$TMP/cmp_e.out")"
 curl -fsS --max-time 30 "${CA[@]}" "https://localhost:$VTPORT/internal/force_flush" >/dev/null
 sleep 3
 curl -fsS --max-time 20 "${CA[@]}" "https://localhost:$VTPORT/api/v1/query" \
     --data-urlencode 'query=nasprobe_sample_interval_seconds[1h]' \
-    --data-urlencode "time=$(date +%s)" >"$TMP/vm_e.json" || fail "e. VictoriaMetrics query over https"
+    --data-urlencode "time=$(date +%s.%N)" >"$TMP/vm_e.json" || fail "e. VictoriaMetrics query over https"
 python3 "$TMP/every_sample.py" "$TMP/store_e.jsonl" "$TMP/vm_e.json" >"$TMP/cmp_e_vm.out" ||
     fail "e. VictoriaMetrics over https: $(cat "$TMP/cmp_e_vm.out")"
 say "e. https refused without the CA and with another CA (at once); with --ca-file, Prometheus: $(cat "$TMP/cmp_e.out"); VictoriaMetrics: $(cat "$TMP/cmp_e_vm.out")"
