@@ -123,7 +123,9 @@ pub fn install() {
     ensure_pipe();
     #[cfg(unix)]
     unsafe {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        // SAFETY: a zeroed sigaction is a valid value (empty mask, no flags) before the fields
+        // set below; the handler does only async-signal-safe work: a store to an atomic and one
+        // write(2) to the non-blocking self-pipe (`wake`), made by ensure_pipe above.
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as *const () as usize;
         sa.sa_flags = libc::SA_RESETHAND;
