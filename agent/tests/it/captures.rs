@@ -1,7 +1,8 @@
-//! The agent's parsers over every real /proc and /sys capture others wrote down
-//! (`/work/shared/captures`, see its SOURCES.md), read in place, never copied here: each file
-//! parses or is refused with a typed `ParseError`, never a panic; the figures that can be
-//! checked by hand against the file (CPU count, disk and NIC names, MemTotal) match.
+//! The agent's parsers over every real /proc and /sys capture others wrote down (the
+//! `shared/captures` folder beside the repository, see its SOURCES.md), read in place, never
+//! copied here: each file parses or is refused with a typed `ParseError`, never a panic; the
+//! figures that can be checked by hand against the file (CPU count, disk and NIC names,
+//! MemTotal) match.
 //!
 //! The captures live outside the repository: `NASPROBE_CAPTURES` names the folder, else the
 //! first `shared/captures` above this crate. Missing, the test is skipped (and fails under
