@@ -6,7 +6,9 @@
 //! tests/e2e/report_html.sh for the week-long page (the ten-minute page there is a real
 //! recording rendered by `nasprobe report --html FILE`).
 
+// The demo uses a part of the tests' scenario builders.
 #[path = "../tests/it/html_scenario/mod.rs"]
+#[allow(dead_code)]
 mod scenario;
 
 use nasprobe_analysis::{Options, analyze, html};

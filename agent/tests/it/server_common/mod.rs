@@ -4,7 +4,6 @@
 //!
 //! `NASPROBE_AGENT_BIN` runs another agent binary (e.g. a cross-built one) and
 //! `NASPROBE_AGENT_RUNNER` puts a runner in front of it (e.g. `qemu-arm`).
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

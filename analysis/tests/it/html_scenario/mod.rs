@@ -5,8 +5,6 @@
 //!
 //! Shared by `tests/html.rs` and `examples/html_demo.rs` (included with `#[path]`).
 
-#![allow(dead_code)]
-
 use heapless::{String as HString, Vec as HVec};
 use nasprobe_analysis::{GapInfo, HostData, Instance, TimedEvent, TimedSample};
 use nasprobe_proto::*;

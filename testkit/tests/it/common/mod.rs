@@ -1,4 +1,3 @@
-#![allow(dead_code)]
 //! Helpers shared by the testkit tests: temp dirs and tiny parsers of the generated files.
 
 use std::path::{Path, PathBuf};
