@@ -53,12 +53,6 @@ const CONNECTOR_DGRAMS_PER_TICK: usize = 8192;
 // ---------------------------------------------------------------------------------------------
 // Server
 
-/// Why `run` returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    Signal(i32),
-}
-
 impl Server {
     /// Sets up the ring, the sampler and the first records (`AgentStart`, then whatever the
     /// sampler's priming emits). `listener` must already be bound.
@@ -206,8 +200,8 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Runs until SIGTERM/SIGINT/SIGHUP.
-    pub fn run(&mut self, signals: &Signals) -> io::Result<Exit> {
+    /// Runs until SIGTERM/SIGINT/SIGHUP; returns the signal that ended it.
+    pub fn run(&mut self, signals: &Signals) -> io::Result<i32> {
         let mut ready_clients: Vec<(usize, PollFlags)> = Vec::with_capacity(self.clients.len());
         let mut test_done;
         loop {
@@ -276,7 +270,7 @@ impl Server {
             };
             if sig_ready && let Some(sig) = signals.take() {
                 self.shutdown(sig);
-                return Ok(Exit::Signal(sig));
+                return Ok(sig);
             }
             // The kernel log first: an OOM kill's line comes before the exit it causes.
             if kmsg_ready {
